@@ -1,0 +1,51 @@
+// spindle's own error conditions and their std::error_category.
+// errno values use std::system_category; these are the conditions errno cannot say.
+#pragma once
+
+#include <string>
+#include <system_error>
+
+namespace spindle {
+
+enum class errc : int {
+  aborted = 1,       // the calling fiber (or the task joined) was aborted
+  timed_out,         // a deadline expired before the operation completed
+  closed,            // the object (channel, stream, runtime) is closed
+  exited,            // the joined task ended by throwing (catch_exceptions = true)
+  blob_corrupt,      // a blob's header or contents failed validation
+  version_mismatch,  // a blob's version is outside the accepted range
+};
+
+namespace detail {
+
+class ErrcCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "spindle"; }
+  std::string message(int value) const override {
+    switch (static_cast<errc>(value)) {
+      case errc::aborted: return "aborted";
+      case errc::timed_out: return "timed out";
+      case errc::closed: return "closed";
+      case errc::exited: return "task exited with an exception";
+      case errc::blob_corrupt: return "blob corrupt";
+      case errc::version_mismatch: return "blob version mismatch";
+    }
+    return "unknown spindle error";
+  }
+};
+
+}  // namespace detail
+
+inline const std::error_category& spindle_category() noexcept {
+  static const detail::ErrcCategory category;
+  return category;
+}
+
+inline std::error_code make_error_code(errc e) noexcept {
+  return {static_cast<int>(e), spindle_category()};
+}
+
+}  // namespace spindle
+
+template <>
+struct std::is_error_code_enum<spindle::errc> : std::true_type {};

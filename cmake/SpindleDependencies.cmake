@@ -1,0 +1,13 @@
+# Third-party dependencies, all from Debian packages (scripts/bootstrap.sh installs them).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing>=2.3)
+find_package(Boost 1.74 REQUIRED COMPONENTS context)
+find_package(fmt REQUIRED)
+if(SPINDLE_BUILD_APPS)
+  find_package(CLI11 REQUIRED)
+endif()
+if(SPINDLE_BUILD_TESTS)
+  find_package(Catch2 2 REQUIRED)
+  include(Catch)
+endif()

@@ -1,0 +1,54 @@
+// spindle::Config: every runtime setting, validated before any thread, ring or
+// stack is created.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace spindle {
+
+// Idle spinning before a worker parks (the reference's adaptive spinner).
+// `budget_us` is the initial and minimum spin budget, `max_budget_us` its cap;
+// a park shorter than `quick_wake_us` grows the budget. {0, 0, 0} disables it.
+struct IdleSpinner {
+  std::uint32_t budget_us = 2;
+  std::uint32_t max_budget_us = 10;
+  std::uint32_t quick_wake_us = 10;
+
+  static constexpr IdleSpinner disabled() noexcept { return {0, 0, 0}; }
+};
+
+// Plain aggregate; set fields with designated initializers:
+//   spindle::Runtime rt(spindle::Config{.workers = 4});
+// Runtime's constructor calls validate().
+struct Config {
+  // Pool workers including the thread that calls Runtime::run. 1..64.
+  std::size_t workers = 2;
+  // A busy worker looks at the global queue first every this many picks. Nonzero.
+  std::uint32_t global_queue_interval = 31;
+  // Per-worker io_uring size and in-flight operation cap; rounded up to a power
+  // of two, at most 32768.
+  std::uint32_t ring_entries = 1024;
+  // Granularity of operation deadlines (the timing wheel's tick). Nonzero.
+  std::chrono::nanoseconds timeout_wheel_tick = std::chrono::milliseconds(5);
+  // Usable bytes of each fiber stack (virtual; committed as touched), rounded
+  // up to the page size. 16 KiB .. 1 GiB.
+  std::size_t stack_size = 256 * 1024;
+  IdleSpinner idle_spinner{};
+  // false: an exception escaping a fiber fails the runtime (Runtime::run
+  // rethrows it after shutdown). true: it is logged and join() reports it.
+  bool catch_exceptions = false;
+  // Upper bound on spawn_blocking threads. >= 1.
+  std::size_t blocking_threads = 512;
+  // Network deadlines (used by net/); their maximum is the timing wheel's
+  // horizon. Nonzero, at most 30 years, and must fit 2^20 wheel slots.
+  std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
+  std::chrono::nanoseconds read_write_timeout = std::chrono::seconds(60);
+
+  // Throws std::invalid_argument naming the offending setting. Rounds
+  // ring_entries and stack_size up in place.
+  void validate();
+};
+
+}  // namespace spindle

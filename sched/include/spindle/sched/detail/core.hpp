@@ -1,0 +1,69 @@
+// The runtime entry points that spindle's header templates call. Internal.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "spindle/sched/config.hpp"
+#include "spindle/sched/detail/fiber.hpp"
+
+namespace spindle::detail {
+
+class Scheduler;
+class Task;
+
+enum class Placement : std::uint8_t {
+  kPool,       // an ordinary fiber on the worker pool
+  kDedicated,  // the root of a new thread with its own ring
+};
+
+// The fiber running on this thread, or null (not a worker, or between fibers).
+// Never inlined: a fiber may resume on another thread after any suspension, so
+// no caller may keep a thread-local address across one.
+Fiber* current_fiber() noexcept;
+// The scheduler of the fiber or worker on this thread, or null.
+Scheduler* current_scheduler() noexcept;
+
+// Creates the scheduler for one Runtime::run (no threads or rings yet).
+std::shared_ptr<Scheduler> make_scheduler(const Config& config);
+// Runs `root` as worker 0's root fiber until it ends and shutdown completes.
+// Rethrows the first failure (see Config::catch_exceptions) after shutdown.
+void run_root(const std::shared_ptr<Scheduler>& scheduler, Fiber* root);
+// The supervision parent of spawns from foreign threads.
+Node& root_node(Scheduler& scheduler) noexcept;
+bool accepting(const Scheduler& scheduler) noexcept;
+
+// Admits a new fiber under `parent` and queues it. If the runtime is shutting
+// down or `parent` is aborted, the fiber completes as aborted and its body
+// never runs. Takes over the creation reference of `fiber`.
+void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name);
+
+// A plain callable run on the blocking pool.
+class BlockingTask : public Task {
+ public:
+  virtual void run() = 0;
+  virtual void discard() noexcept = 0;
+  void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
+
+ protected:
+  void destroy() noexcept override { delete this; }
+};
+
+template <class F, class T>
+class BlockingTaskImpl final : public BlockingTask, public ResultCell<T> {
+ public:
+  template <class G>
+  explicit BlockingTaskImpl(G&& fn) : fn_(std::forward<G>(fn)) {}
+  void run() override {
+    run_body_into(fn_, static_cast<ResultCell<T>&>(*this));
+  }
+  void discard() noexcept override { fn_.reset(); }
+
+ private:
+  std::optional<F> fn_;
+};
+
+// Queues `task` on the blocking pool under `parent` (same rules as launch()).
+void launch_blocking(Scheduler& scheduler, BlockingTask* task, Node& parent);
+
+}  // namespace spindle::detail

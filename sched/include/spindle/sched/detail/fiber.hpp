@@ -1,0 +1,96 @@
+// Fiber: the control block of one fiber. Internal to spindle; users hold
+// JoinHandles.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "spindle/fiber/context.hpp"
+#include "spindle/fiber/stack.hpp"
+#include "spindle/sched/detail/task.hpp"
+
+namespace spindle::uring {
+class Operation;
+}
+
+namespace spindle::detail {
+
+class Worker;
+class Scheduler;
+class LocalSlots;
+
+// A fiber is spawned (control block and closure only: no stack), becomes ready
+// (in exactly one queue), runs (it takes a stack the first time), parks, is
+// made ready by the single winner of its wake, and finally exits.
+//
+// Thread-safety: the scheduling fields are owned by whoever holds the fiber's
+// "run right": the worker running it, or, while it is parked, the single waker
+// that claims `wake_word`. Fields marked atomic may be read by anyone.
+class Fiber : public Task {
+ public:
+  explicit Fiber(Scheduler& scheduler) noexcept : scheduler_(&scheduler) {}
+
+  // Runs the body and stores its result; an exception escapes to the caller.
+  // Destroys the closure before returning or throwing, on the fiber's stack.
+  virtual void run() = 0;
+  // Destroys the closure without running it (the fiber was aborted first).
+  virtual void discard() noexcept = 0;
+
+  Scheduler& scheduler() const noexcept { return *scheduler_; }
+  void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
+
+  // Identity.
+  std::uint64_t id = 0;
+  std::string name;
+
+  // Park word: epoch << 2 | ParkKind. A waker claims a park by CAS from
+  // (epoch, kind) to (epoch, kNone); stale wakers (older epoch) fail.
+  std::atomic<std::uint64_t> wake_word{0};
+  std::uint64_t epoch = 0;  // the fiber's latest park; written only by the fiber
+  WakeReason wake_reason = WakeReason::kNotified;  // written by the claiming waker
+
+  Fiber* next = nullptr;      // queue link while ready (global queue, local lists)
+  Worker* pinned = nullptr;   // if set, resumes only on this worker
+  Worker* timer_owner = nullptr;  // worker holding the current park's timer
+  std::atomic<Worker*> io_owner{nullptr};  // worker whose ring holds the kIo park's op
+  uring::Operation* io_op = nullptr;       // valid while parked in kIo
+
+  fiber::Stack stack;                      // taken when the fiber first runs
+  std::optional<fiber::Context> context;   // exists while the fiber has a stack
+  void* eh_state[2] = {nullptr, nullptr};  // the fiber's C++ exception-handling globals
+  LocalSlots* locals = nullptr;            // FiberLocal values, created on first use
+  Outcome exit_outcome = Outcome::kPending;  // set by the fiber just before it exits
+  std::exception_ptr exit_error;
+  bool started = false;
+  bool root = false;
+
+ protected:
+  void destroy() noexcept override { delete this; }
+  void on_abort() noexcept override;
+
+ private:
+  Scheduler* scheduler_;
+};
+
+// The fiber running body F, returning T.
+template <class F, class T>
+class FiberImpl final : public Fiber, public ResultCell<T> {
+ public:
+  template <class G>
+  FiberImpl(Scheduler& s, G&& fn) : Fiber(s), fn_(std::forward<G>(fn)) {}
+
+  void run() override {
+    run_body_into(fn_, static_cast<ResultCell<T>&>(*this));
+  }
+  void discard() noexcept override { fn_.reset(); }
+
+ private:
+  std::optional<F> fn_;
+};
+
+}  // namespace spindle::detail

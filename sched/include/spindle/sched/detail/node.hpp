@@ -1,0 +1,73 @@
+// Node: one vertex of the supervision tree. Every task is a node; a task's
+// children are the tasks spawned under it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "spindle/sched/detail/spinlock.hpp"
+
+namespace spindle::detail {
+
+// Thread-safe, intrusively reference counted.
+//
+// A node is aborted once: by an explicit abort, by an ancestor's abort, or when
+// its own task ends (a finished task's descendants are aborted: the cascade).
+// Abort is sticky. An aborted node adopts no children, so a spawn under it never
+// runs its body.
+//
+// Invariant: a child holds a reference on its parent; a parent lists its
+// children without references, and a child unlinks itself (detach()) before it
+// drops that reference.
+class Node {
+ public:
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  void ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void unref() noexcept {
+    // acq_rel; the last release pairs with the acquire of the destroying thread.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+  }
+
+  // seq_cst: a parking fiber arms its park word, then reads this; an abort
+  // sets this, then reads the park word. Each sees the other's store.
+  bool aborted() const noexcept { return aborted_.load(std::memory_order_seq_cst); }
+
+  // Links `child` (not yet linked anywhere) under this node and gives it a
+  // reference on this node. Returns false, linking nothing, if this node is
+  // aborted.
+  bool adopt(Node* child) noexcept;
+
+  // Marks this node and all its descendants aborted, calling on_abort() once on
+  // every node that was not aborted before. Iterative: safe on deep chains.
+  void abort_tree() noexcept;
+
+  // Unlinks this node from its parent and drops the reference on it. Called
+  // once, when the node's task ends.
+  void detach() noexcept;
+
+ protected:
+  Node() noexcept = default;
+  virtual ~Node();
+  // Runs once, right after the node is marked aborted, on the aborting thread.
+  virtual void on_abort() noexcept {}
+  virtual void destroy() noexcept { delete this; }
+
+ private:
+  // Marks this node aborted and appends its children (each with a new
+  // reference) to the caller's work list. Returns false if it was aborted.
+  bool mark_aborted(Node*& worklist) noexcept;
+
+  std::atomic<std::uint32_t> refs_{1};
+  std::atomic<bool> aborted_{false};  // written under lock_; read anywhere
+  SpinLock lock_;                     // guards the child list below
+  Node* parent_ = nullptr;            // strong reference, set by adopt()
+  Node* first_child_ = nullptr;       // guarded by lock_
+  Node* prev_sibling_ = nullptr;      // guarded by parent_->lock_
+  Node* next_sibling_ = nullptr;      // guarded by parent_->lock_
+  Node* work_next_ = nullptr;         // abort_tree's work list; owned by the aborting thread
+  bool linked_ = false;               // guarded by parent_->lock_
+};
+
+}  // namespace spindle::detail

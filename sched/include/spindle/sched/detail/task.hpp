@@ -1,0 +1,71 @@
+// Task: the joinable part of a fiber or a blocking call, what a JoinHandle
+// refers to: completion, outcome, exception, and the queue of joiners.
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <type_traits>
+
+#include "spindle/base/result.hpp"
+#include "spindle/sched/detail/node.hpp"
+#include "spindle/sched/detail/wait.hpp"
+
+namespace spindle::detail {
+
+// Thread-safe. Completed exactly once.
+class Task : public Node {
+ public:
+  enum class Outcome : std::uint8_t { kPending, kValue, kAborted, kException };
+
+  bool done() const noexcept { return done_.load(std::memory_order_acquire); }
+  // Valid once done().
+  Outcome outcome() const noexcept { return outcome_; }
+  const std::exception_ptr& exception() const noexcept { return exception_; }
+
+  // Suspends the calling fiber (or blocks the calling thread) until the task is
+  // done. Returns errc::aborted if the calling fiber is aborted first.
+  // Suspends: until the task completes.
+  Result<void> wait_done() noexcept;
+
+  // Aborts the task and its descendants (the supervision cascade).
+  void abort() noexcept { abort_tree(); }
+
+ protected:
+  Task() noexcept = default;
+  // Publishes the outcome and wakes every joiner. Once.
+  void complete(Outcome outcome, std::exception_ptr error = nullptr) noexcept;
+
+ private:
+  std::atomic<bool> done_{false};  // release in complete(); pairs with the acquire in done()
+  Outcome outcome_ = Outcome::kPending;
+  std::exception_ptr exception_;
+  SpinLock join_lock_;  // guards joiners_ and the done_ transition
+  WaitQueue joiners_;
+};
+
+// Storage for a task's return value; empty for void.
+template <class T>
+struct ResultCell {
+  std::optional<T> value;
+};
+template <>
+struct ResultCell<void> {};
+
+// Runs a task's body `fn` once, storing its value in `cell`, and destroys the
+// closure whether the body returns or throws.
+template <class F, class T>
+void run_body_into(std::optional<F>& fn, ResultCell<T>& cell) {
+  struct Drop {
+    std::optional<F>& fn;
+    ~Drop() { fn.reset(); }
+  } drop{fn};
+  if constexpr (std::is_void_v<T>) {
+    std::invoke(std::move(*fn));
+  } else {
+    cell.value.emplace(std::invoke(std::move(*fn)));
+  }
+}
+
+}  // namespace spindle::detail

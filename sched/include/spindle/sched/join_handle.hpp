@@ -1,0 +1,93 @@
+// JoinHandle<T>: the result of a spawned fiber or blocking call.
+#pragma once
+
+#include <exception>
+#include <system_error>
+#include <utility>
+
+#include "spindle/base/result.hpp"
+#include "spindle/sched/detail/task.hpp"
+
+namespace spindle {
+
+// Move-only; not thread-safe (one owner), but the task it refers to may run
+// anywhere. Dropping the handle detaches: the task keeps running. Dropping a
+// handle never aborts.
+template <class T>
+class JoinHandle {
+ public:
+  JoinHandle() noexcept = default;
+  JoinHandle(detail::Task* task, detail::ResultCell<T>* cell) noexcept : task_(task), cell_(cell) {}
+  JoinHandle(JoinHandle&& o) noexcept
+      : task_(std::exchange(o.task_, nullptr)), cell_(std::exchange(o.cell_, nullptr)) {}
+  JoinHandle& operator=(JoinHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      task_ = std::exchange(o.task_, nullptr);
+      cell_ = std::exchange(o.cell_, nullptr);
+    }
+    return *this;
+  }
+  ~JoinHandle() { reset(); }
+
+  bool valid() const noexcept { return task_ != nullptr; }
+  bool is_finished() const noexcept { return task_ && task_->done(); }
+
+  // Waits for the task and takes its result: the value, errc::aborted if the
+  // task was aborted (or the runtime shut down before it ran), errc::exited if
+  // it ended by throwing (Config::catch_exceptions = true). Returns
+  // errc::aborted without waiting further if the caller itself is aborted.
+  // The value is moved out: a second join() of a value reports errc::closed.
+  // Suspends: until the task ends.
+  Result<T> join() {
+    if (!task_) return failure(errc::closed);
+    if (auto waited = task_->wait_done(); !waited) return failure(waited.error());
+    switch (task_->outcome()) {
+      case detail::Task::Outcome::kValue:
+        if constexpr (std::is_void_v<T>) {
+          return {};
+        } else {
+          if (!cell_->value) return failure(errc::closed);
+          T v = std::move(*cell_->value);
+          cell_->value.reset();
+          return v;
+        }
+      case detail::Task::Outcome::kException:
+        return failure(errc::exited);
+      case detail::Task::Outcome::kAborted:
+      case detail::Task::Outcome::kPending:
+        break;
+    }
+    return failure(errc::aborted);
+  }
+
+  // join(), throwing on failure: the task's own exception if it threw, else
+  // std::system_error with the error code.
+  // Suspends: until the task ends.
+  T get() {
+    auto r = join();
+    if (!r && r.error() == errc::exited && task_->exception())
+      std::rethrow_exception(task_->exception());
+    return std::move(r).value();
+  }
+
+  // Aborts the task and its descendants. Its blocking calls return
+  // errc::aborted; a task that has not started never runs. Thread-safe.
+  void abort() noexcept {
+    if (task_) task_->abort();
+  }
+
+  // Drops the handle; the task keeps running.
+  void detach() noexcept { reset(); }
+
+ private:
+  void reset() noexcept {
+    if (task_) std::exchange(task_, nullptr)->unref();
+    cell_ = nullptr;
+  }
+
+  detail::Task* task_ = nullptr;
+  detail::ResultCell<T>* cell_ = nullptr;
+};
+
+}  // namespace spindle

@@ -1,0 +1,31 @@
+// Mutex: a fiber-aware lock (std Lockable) for fibers and plain threads.
+#pragma once
+
+#include "spindle/sched/detail/spinlock.hpp"
+#include "spindle/sched/detail/wait.hpp"
+
+namespace spindle {
+
+// Thread-safe. A fiber blocked in lock() parks (its worker runs other fibers);
+// a plain thread blocks on a futex. FIFO: unlock() hands the mutex straight to
+// the longest waiter. Works with std::unique_lock and std::scoped_lock. Not
+// recursive. May be unlocked by a different fiber or thread than locked it.
+class Mutex {
+ public:
+  Mutex() = default;
+  Mutex(const Mutex&) = delete;
+  Mutex& operator=(const Mutex&) = delete;
+
+  // Abort does not end this wait: lock() always returns holding the mutex.
+  // Suspends: until the mutex is handed over.
+  void lock() noexcept;
+  bool try_lock() noexcept;
+  void unlock() noexcept;
+
+ private:
+  detail::SpinLock lock_;
+  bool locked_ = false;  // guarded by lock_
+  detail::WaitQueue waiters_;
+};
+
+}  // namespace spindle

@@ -1,0 +1,87 @@
+// Runtime: owns the configuration and runs a root fiber on a pool of workers.
+// RuntimeHandle: reach a running runtime from any thread.
+#pragma once
+
+#include <exception>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "spindle/sched/config.hpp"
+#include "spindle/sched/context.hpp"
+#include "spindle/sched/detail/core.hpp"
+
+namespace spindle {
+
+// Copyable, thread-safe. Valid while the runtime it came from runs; afterwards
+// spawns through it report errc::aborted without running.
+class RuntimeHandle {
+ public:
+  // The root fiber's context: fibers spawned through it are children of the
+  // root (aborted when the root ends). From any thread, inside or outside the
+  // runtime.
+  Context context() const noexcept { return Context(*scheduler_, detail::root_node(*scheduler_)); }
+
+  template <class F>
+  JoinHandle<SpawnResult<F>> spawn(F&& fn) const {
+    return context().spawn(std::forward<F>(fn));
+  }
+  template <class F>
+  JoinHandle<SpawnResult<F>> spawn_blocking(F&& fn) const {
+    return context().spawn_blocking(std::forward<F>(fn));
+  }
+
+  // True until shutdown begins.
+  bool running() const noexcept { return detail::accepting(*scheduler_); }
+
+  // Internal: handles come from current_runtime().
+  explicit RuntimeHandle(std::shared_ptr<detail::Scheduler> s) noexcept : scheduler_(std::move(s)) {}
+
+ private:
+  std::shared_ptr<detail::Scheduler> scheduler_;
+};
+
+// The runtime of the running fiber. Throws std::logic_error outside a fiber.
+RuntimeHandle current_runtime();
+
+// Not thread-safe; run() may be called again after it returns.
+class Runtime {
+ public:
+  // Validates `config` (std::invalid_argument naming the setting) before
+  // taking any resource.
+  explicit Runtime(Config config = {});
+
+  // Runs `root` as a fiber on worker 0, which is the calling thread, with
+  // Config::workers - 1 more worker threads. When the root returns, every
+  // other fiber is aborted, in-flight reads are cancelled and writes finish,
+  // and all threads are joined; then run() returns the root's value. If the
+  // root throws, or (with catch_exceptions = false) any fiber throws, run()
+  // rethrows the first such exception after that same shutdown. Throws
+  // std::runtime_error if the kernel lacks what spindle needs.
+  template <class F>
+  SpawnResult<F> run(F&& root) {
+    using T = SpawnResult<F>;
+    auto scheduler = detail::make_scheduler(config_);
+    auto* fiber = new detail::FiberImpl<std::decay_t<F>, T>(*scheduler, std::forward<F>(root));
+    struct Release {
+      detail::Fiber* f;
+      ~Release() { f->unref(); }
+    } release{fiber};
+    fiber->ref();  // ours; run_root consumes the creation reference
+    detail::run_root(scheduler, fiber);
+    if (fiber->outcome() == detail::Task::Outcome::kException)
+      std::rethrow_exception(fiber->exception());
+    if constexpr (!std::is_void_v<T>) {
+      if (fiber->outcome() != detail::Task::Outcome::kValue || !fiber->value)
+        throw std::system_error(make_error_code(errc::aborted), "spindle: root fiber aborted");
+      return std::move(*fiber->value);
+    }
+  }
+
+  const Config& config() const noexcept { return config_; }
+
+ private:
+  Config config_;
+};
+
+}  // namespace spindle

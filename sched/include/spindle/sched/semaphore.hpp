@@ -1,0 +1,39 @@
+// Semaphore: a counting semaphore for fibers and plain threads.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+#include "spindle/base/result.hpp"
+#include "spindle/sched/detail/spinlock.hpp"
+#include "spindle/sched/detail/wait.hpp"
+
+namespace spindle {
+
+// Thread-safe. FIFO: release() hands permits to the longest waiters first.
+class Semaphore {
+ public:
+  explicit Semaphore(std::size_t permits = 0) noexcept : permits_(permits) {}
+  Semaphore(const Semaphore&) = delete;
+  Semaphore& operator=(const Semaphore&) = delete;
+
+  // Takes one permit. errc::aborted if the fiber is aborted first.
+  // Suspends: until a permit is available.
+  Result<void> acquire();
+  // true with a permit, false if the deadline passed first; errc::aborted.
+  // Suspends: until a permit, the deadline, or abort.
+  Result<bool> acquire_until(Deadline deadline);
+  Result<bool> acquire_for(std::chrono::nanoseconds timeout) {
+    return acquire_until(Clock::now() + timeout);
+  }
+  bool try_acquire() noexcept;
+  void release(std::size_t n = 1) noexcept;
+  std::size_t available() const noexcept;
+
+ private:
+  mutable detail::SpinLock lock_;
+  std::size_t permits_;  // guarded by lock_
+  detail::WaitQueue waiters_;
+};
+
+}  // namespace spindle

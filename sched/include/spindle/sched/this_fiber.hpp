@@ -1,0 +1,47 @@
+// this_fiber: calls about the running fiber. Each also works on a plain thread
+// (outside any fiber) with the plain-thread meaning noted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "spindle/base/result.hpp"
+#include "spindle/sched/detail/wait.hpp"
+
+namespace spindle::this_fiber {
+
+// Puts the fiber at the tail of its worker's run queue and runs others first.
+// Returns errc::aborted if the fiber is aborted. Plain thread: std::this_thread::yield.
+// Suspends: until the worker picks it again.
+Result<void> yield();
+
+// Parks the fiber until `deadline` (steady clock). A deadline already passed
+// returns at once. Returns errc::aborted, early, if the fiber is aborted
+// (at once if it already was). Plain thread: sleeps.
+// Suspends: until the deadline or an abort.
+Result<void> sleep_until(Deadline deadline);
+
+// sleep_until(now + d); d <= 0 returns at once. Durations clamp to 30 years.
+// Suspends: until the deadline or an abort.
+Result<void> sleep_for(std::chrono::nanoseconds d);
+
+template <class Rep, class Period>
+Result<void> sleep_for(std::chrono::duration<Rep, Period> d) {
+  constexpr auto kMax = std::chrono::hours(24 * 365 * 30);
+  if (d > kMax) return sleep_for(std::chrono::nanoseconds(kMax));
+  return sleep_for(std::chrono::duration_cast<std::chrono::nanoseconds>(d));
+}
+
+// A deadline on another clock (e.g. system_clock) is converted once, now.
+template <class C, class D>
+Result<void> sleep_until(std::chrono::time_point<C, D> t) {
+  return sleep_for(t - C::now());
+}
+
+// The running fiber's id (unique within the process, never 0); 0 on a plain thread.
+std::uint64_t id() noexcept;
+
+// True once the running fiber is aborted; false on a plain thread.
+bool aborted() noexcept;
+
+}  // namespace spindle::this_fiber

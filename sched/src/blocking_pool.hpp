@@ -1,0 +1,46 @@
+// BlockingPool: the bounded pool of plain threads that runs spawn_blocking
+// callables.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "spindle/sched/detail/core.hpp"
+
+namespace spindle::detail {
+
+// Thread-safe. Threads are started on demand up to `max_threads`; a thread
+// idle for 10 s exits. close() refuses new tasks, completes queued ones as
+// aborted without running them, and joins every thread after its running
+// task (which cannot be interrupted) returns.
+class BlockingPool {
+ public:
+  // `on_exception` decides what an escaping exception does (the runtime's
+  // catch_exceptions policy); it runs on the pool thread.
+  BlockingPool(std::size_t max_threads, std::function<void(BlockingTask*)> on_exception);
+  ~BlockingPool();
+
+  // Takes the caller's reference on `task`. Returns false if closed.
+  bool submit(BlockingTask* task);
+  void close();
+
+ private:
+  void worker_main();
+
+  const std::size_t max_threads_;
+  std::function<void(BlockingTask*)> on_exception_;
+  std::mutex mutex_;  // guards everything below
+  std::condition_variable cv_;
+  std::deque<BlockingTask*> queue_;
+  std::vector<std::thread> threads_;
+  std::vector<std::thread::id> exited_;  // threads that left; joined lazily
+  std::size_t idle_ = 0;
+  bool open_ = true;
+};
+
+}  // namespace spindle::detail

@@ -1,0 +1,110 @@
+#include <liburing.h>
+
+#include <cerrno>
+
+#include "io_request.hpp"
+#include "scheduler.hpp"
+#include "spindle/base/assert.hpp"
+#include "spindle/sched/io.hpp"
+#include "spindle/sched/this_fiber.hpp"
+#include "worker.hpp"
+
+namespace spindle::detail {
+namespace {
+
+void prepare_thunk(uring::Operation* op, io_uring_sqe* sqe) noexcept {
+  auto* r = static_cast<IoRequest*>(op);
+  r->prepare_fn(r->prepare_ctx, sqe);
+}
+
+// On the owning worker, when the op's CQE (and any cancel's CQE) arrived: the
+// op's only waker.
+void complete_thunk(uring::Operation* op, int res, std::uint32_t flags) noexcept {
+  auto* r = static_cast<IoRequest*>(op);
+  r->result = res;
+  r->cqe_flags = flags;
+  if (r->deadline_entry.linked()) current_worker()->wheel().remove(&r->deadline_entry);
+  Fiber* f = r->fiber;
+  f->wake_reason = WakeReason::kNotified;
+  // release; pairs with the acquire loads of wakers, who all see kNone now.
+  f->wake_word.store(r->epoch << 2, std::memory_order_release);
+  f->scheduler().schedule(f);
+}
+
+// After the fiber's context is saved and its park word armed (kIo).
+void publish_io(void* arg) noexcept {
+  auto* r = static_cast<IoRequest*>(arg);
+  Worker* w = current_worker();
+  w->ring().submit(r);
+  if (r->deadline != kNoDeadline) w->wheel().insert(&r->deadline_entry, r->deadline);
+  // The mirror of Fiber::on_abort: the abort flag is read after the arm.
+  if (r->cancellable && r->fiber->aborted()) {
+    r->aborted = true;
+    w->ring().cancel(r);
+  }
+}
+
+}  // namespace
+
+IoRequest::IoRequest(PrepareFn fn, void* ctx, bool c) noexcept
+    : uring::Operation(&prepare_thunk, &complete_thunk),
+      prepare_fn(fn),
+      prepare_ctx(ctx),
+      cancellable(c) {
+  deadline_entry.request = this;
+}
+
+void on_io_deadline(WheelEntry* entry) noexcept {
+  IoRequest* r = static_cast<IoDeadline*>(entry)->request;
+  if (r->aborted) return;
+  r->timed_out = true;
+  current_worker()->ring().cancel(r);
+}
+
+void cancel_io(Worker& owner, Fiber* fiber, std::uint64_t epoch) noexcept {
+  const std::uint64_t armed = epoch << 2 | static_cast<std::uint64_t>(ParkKind::kIo);
+  if (fiber->wake_word.load(std::memory_order_acquire) != armed) return;  // that park ended
+  if (fiber->io_owner.load(std::memory_order_relaxed) != &owner) return;
+  auto* r = static_cast<IoRequest*>(fiber->io_op);
+  if (!r->cancellable || r->aborted || r->timed_out) return;
+  r->aborted = true;
+  owner.ring().cancel(r);
+}
+
+Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options) {
+  Fiber* f = current_fiber();
+  SPINDLE_ASSERT(f != nullptr, "spindle::io_op called outside a fiber");
+  SPINDLE_ASSERT(options.cancellable || options.deadline == kNoDeadline,
+                 "a non-cancellable operation takes no deadline");
+  for (;;) {
+    if (options.cancellable && f->aborted()) return failure(errc::aborted);
+    if (options.deadline != kNoDeadline && options.deadline <= Clock::now())
+      return failure(errc::timed_out);
+    IoRequest r(prepare, ctx, options.cancellable);
+    r.fiber = f;
+    r.epoch = ++f->epoch;
+    r.deadline = options.deadline;
+    f->io_op = &r;
+    Suspend s;
+    s.kind = Suspend::Kind::kPark;
+    s.park = ParkKind::kIo;
+    s.publish = &publish_io;
+    s.arg = &r;
+    Worker::suspend(f, s);
+    f->io_op = nullptr;
+    const int res = r.result;
+    if (res >= 0) return res;  // a completion that raced its cancel wins
+    if (r.aborted && (res == -ECANCELED || res == -EINTR)) return failure(errc::aborted);
+    if (r.timed_out && (res == -ECANCELED || res == -EINTR)) return failure(errc::timed_out);
+    if (res == -EINTR) continue;
+    if (res == -EAGAIN) {
+      // A non-blocking fd (io_uring honours O_NONBLOCK) or a transient
+      // shortage: let other fibers run, then try again.
+      if (auto y = this_fiber::yield(); !y) return failure(y.error());
+      continue;
+    }
+    return errno_failure(-res);
+  }
+}
+
+}  // namespace spindle::detail

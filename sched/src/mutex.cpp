@@ -1,0 +1,32 @@
+#include "spindle/sched/mutex.hpp"
+
+namespace spindle {
+
+void Mutex::lock() noexcept {
+  lock_.lock();
+  if (!locked_) {
+    locked_ = true;
+    lock_.unlock();
+    return;
+  }
+  detail::WaitNode node;
+  // Uninterruptible and untimed: only unlock()'s hand-over ends it.
+  detail::wait_in(waiters_, node, lock_, kNoDeadline, detail::ParkKind::kUninterruptible);
+}
+
+bool Mutex::try_lock() noexcept {
+  lock_.lock();
+  const bool got = !locked_;
+  locked_ = true;
+  lock_.unlock();
+  return got;
+}
+
+void Mutex::unlock() noexcept {
+  lock_.lock();
+  // Hand-over: the mutex stays locked, now owned by the woken waiter.
+  if (!waiters_.notify_one()) locked_ = false;
+  lock_.unlock();
+}
+
+}  // namespace spindle

@@ -1,0 +1,80 @@
+#include "spindle/sched/detail/node.hpp"
+
+#include "spindle/base/assert.hpp"
+
+namespace spindle::detail {
+
+Node::~Node() { SPINDLE_DCHECK(!linked_ && first_child_ == nullptr); }
+
+bool Node::adopt(Node* child) noexcept {
+  SPINDLE_DCHECK(child->parent_ == nullptr);
+  lock_.lock();
+  // aborted_ is only set under lock_, so a child linked here is either seen by
+  // the abort's walk or refused.
+  if (aborted_.load(std::memory_order_relaxed)) {
+    lock_.unlock();
+    return false;
+  }
+  ref();
+  child->parent_ = this;
+  child->prev_sibling_ = nullptr;
+  child->next_sibling_ = first_child_;
+  if (first_child_) first_child_->prev_sibling_ = child;
+  first_child_ = child;
+  child->linked_ = true;
+  lock_.unlock();
+  return true;
+}
+
+void Node::detach() noexcept {
+  Node* parent = parent_;
+  if (!parent) return;
+  parent->lock_.lock();
+  if (linked_) {
+    if (prev_sibling_) {
+      prev_sibling_->next_sibling_ = next_sibling_;
+    } else {
+      parent->first_child_ = next_sibling_;
+    }
+    if (next_sibling_) next_sibling_->prev_sibling_ = prev_sibling_;
+    prev_sibling_ = next_sibling_ = nullptr;
+    linked_ = false;
+  }
+  parent->lock_.unlock();
+  parent_ = nullptr;
+  parent->unref();
+}
+
+bool Node::mark_aborted(Node*& worklist) noexcept {
+  lock_.lock();
+  if (aborted_.load(std::memory_order_relaxed)) {
+    lock_.unlock();
+    return false;
+  }
+  // seq_cst; see aborted().
+  aborted_.store(true, std::memory_order_seq_cst);
+  for (Node* c = first_child_; c; c = c->next_sibling_) {
+    c->ref();
+    c->work_next_ = worklist;
+    worklist = c;
+  }
+  lock_.unlock();
+  return true;
+}
+
+void Node::abort_tree() noexcept {
+  Node* worklist = nullptr;
+  if (!mark_aborted(worklist)) return;
+  // on_abort() may wake this node's fiber; the fiber finding itself aborted is
+  // fine, since every child was already collected above.
+  on_abort();
+  while (worklist) {
+    Node* n = worklist;
+    worklist = n->work_next_;
+    n->work_next_ = nullptr;
+    if (n->mark_aborted(worklist)) n->on_abort();
+    n->unref();
+  }
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,232 @@
+#include "scheduler.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fence.hpp"
+#include "spindle/base/assert.hpp"
+#include "worker.hpp"
+
+namespace spindle::detail {
+namespace {
+
+bool on_pool_worker(const Scheduler& s, Worker* w) noexcept {
+  return w && &w->scheduler() == &s && w->kind() == Worker::Kind::kPool;
+}
+
+}  // namespace
+
+std::string describe_exception(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+Scheduler::Scheduler(const Config& c)
+    : config(c),
+      stack_pool(c.stack_size),
+      idle(c.workers),
+      blocking(c.blocking_threads, [this](BlockingTask* t) {
+        if (!config.catch_exceptions) {
+          fail(t->exception());
+        } else {
+          fmt::print(stderr, "spindle: blocking task exited by exception: {}\n",
+                     describe_exception(t->exception()));
+        }
+      }) {}
+
+Scheduler::~Scheduler() {
+  SPINDLE_ASSERT(stack_pool.in_use() == 0, "a fiber stack outlived its runtime");
+  if (root) root->unref();
+}
+
+void Scheduler::schedule(Fiber* f) noexcept {
+  Worker* w = current_worker();
+  if (Worker* pinned = f->pinned) {
+    if (pinned == w) {
+      w->push_ready(f);
+    } else {
+      pinned->send({MailMessage::Kind::kResume, f, 0});
+    }
+    return;
+  }
+  if (on_pool_worker(*this, w)) {
+    w->push_ready(f);
+    return;
+  }
+  global.push(f);
+  notify_parked();
+}
+
+void Scheduler::notify_parked() noexcept {
+  // seq_cst fence between the caller's push and the idle-set load: pairs with
+  // the fence in Worker::park between setting the idle bit and looking.
+  full_fence();
+  if (idle.searching() != 0) return;  // a searcher will find it, or re-check before parking
+  const int i = idle.claim_one();
+  if (i >= 0) workers[static_cast<std::size_t>(i)]->unpark();
+}
+
+void Scheduler::unpark_all() noexcept {
+  for (Worker* w : workers) w->unpark();
+}
+
+void Scheduler::begin_shutdown() noexcept {
+  closing_.store(true, std::memory_order_seq_cst);
+  unpark_all();
+}
+
+void Scheduler::complete_shutdown() noexcept {
+  done_.store(true, std::memory_order_release);
+  unpark_all();
+}
+
+void Scheduler::count_spawn() noexcept {
+  Worker* w = current_worker();
+  if (on_pool_worker(*this, w)) {
+    // Written only by its worker. Made visible to worker 0's shutdown count by
+    // the supervision lock the spawn takes next (Node::adopt).
+    w->spawned.store(w->spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } else {
+    foreign_spawned_.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+void Scheduler::count_finish() noexcept {
+  Worker* w = current_worker();
+  if (on_pool_worker(*this, w)) {
+    // release; pairs with the acquire in live_fibers().
+    w->finished.store(w->finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  } else {
+    foreign_finished_.fetch_add(1, std::memory_order_seq_cst);
+  }
+}
+
+std::int64_t Scheduler::live_fibers() const noexcept {
+  // Exits first, then spawns: an exit seen here (acquire) carries its spawn
+  // with it, so the difference never goes below the truth.
+  std::uint64_t finished = foreign_finished_.load(std::memory_order_seq_cst);
+  for (const Worker* w : workers) finished += w->finished.load(std::memory_order_acquire);
+  std::uint64_t spawned = foreign_spawned_.load(std::memory_order_seq_cst);
+  for (const Worker* w : workers) spawned += w->spawned.load(std::memory_order_acquire);
+  return static_cast<std::int64_t>(spawned - finished);
+}
+
+void Scheduler::fail(std::exception_ptr error) noexcept {
+  bool first = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (!failure_) {
+      failure_ = error;
+      first = true;
+    }
+  }
+  if (first) {
+    root->abort_tree();
+  } else {
+    fmt::print(stderr, "spindle: a further fiber exited by exception: {}\n", describe_exception(error));
+  }
+}
+
+std::exception_ptr Scheduler::failure() const {
+  std::lock_guard lock(mutex_);
+  return failure_;
+}
+
+void Scheduler::start_dedicated(Fiber* fiber) {
+  std::unique_lock lock(mutex_);
+  reap_dedicated(lock);
+  dedicated_.emplace_back([self = shared_from_this(), fiber] {
+    Scheduler& s = *self;
+    std::optional<Worker> worker;
+    try {
+      worker.emplace(s, Worker::Kind::kDedicated, 0);
+    } catch (...) {
+      // The fiber never runs; with catch_exceptions = false the runtime fails.
+      const auto error = std::current_exception();
+      fiber->discard();
+      fiber->abort_tree();
+      fiber->detach();
+      fiber->finish(Task::Outcome::kAborted, nullptr);
+      s.count_finish();
+      fiber->unref();
+      if (!s.config.catch_exceptions) s.fail(error);
+    }
+    if (worker) worker->run_dedicated(fiber);
+    worker.reset();
+    std::lock_guard done(s.mutex_);
+    s.dedicated_finished_.push_back(std::this_thread::get_id());
+  });
+}
+
+void Scheduler::reap_dedicated(std::unique_lock<std::mutex>& lock) {
+  auto finished = std::move(dedicated_finished_);
+  dedicated_finished_.clear();
+  std::vector<std::thread> to_join;
+  for (auto id : finished) {
+    auto it = std::find_if(dedicated_.begin(), dedicated_.end(),
+                           [id](const std::thread& t) { return t.get_id() == id; });
+    if (it != dedicated_.end()) {
+      to_join.push_back(std::move(*it));
+      dedicated_.erase(it);
+    }
+  }
+  lock.unlock();
+  for (auto& t : to_join) t.join();
+  lock.lock();
+}
+
+void Scheduler::join_dedicated() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    threads.swap(dedicated_);
+    dedicated_finished_.clear();
+  }
+  for (auto& t : threads) t.join();
+}
+
+void Scheduler::report_started(std::exception_ptr error) {
+  std::lock_guard lock(mutex_);
+  started_ready_ = true;
+  started_error_ = std::move(error);
+  cv_.notify_all();
+}
+
+std::exception_ptr Scheduler::wait_started() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return started_ready_; });
+  started_ready_ = false;
+  return std::exchange(started_error_, nullptr);
+}
+
+void Scheduler::release_workers(bool go) {
+  std::lock_guard lock(mutex_);
+  released_ = true;
+  go_ = go;
+  cv_.notify_all();
+}
+
+bool Scheduler::wait_release() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return released_; });
+  return go_;
+}
+
+void Scheduler::worker_done() {
+  std::lock_guard lock(mutex_);
+  ++workers_done_;
+  cv_.notify_all();
+}
+
+void Scheduler::wait_workers_done() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return workers_done_ == workers.size(); });
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,116 @@
+// Scheduler: the state one Runtime::run shares across its workers: the
+// global queue, the idle set, the stack pool, shutdown and failure state.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "blocking_pool.hpp"
+#include "global_queue.hpp"
+#include "idle_set.hpp"
+#include "spindle/fiber/stack.hpp"
+#include "spindle/sched/config.hpp"
+#include "spindle/sched/detail/fiber.hpp"
+
+namespace spindle::detail {
+
+class Worker;
+
+// what() of the exception, for logs.
+std::string describe_exception(const std::exception_ptr& e);
+
+// Thread-safe unless noted.
+class Scheduler : public std::enable_shared_from_this<Scheduler> {
+ public:
+  explicit Scheduler(const Config& config);
+  ~Scheduler();
+
+  const Config config;
+  fiber::StackPool stack_pool;
+  GlobalQueue global;
+  IdleSet idle;
+  BlockingPool blocking;
+
+  // Pool workers by index; filled during startup, stable until teardown.
+  std::vector<Worker*> workers;
+  Fiber* root = nullptr;
+
+  // Makes a ready fiber runnable: on the calling pool worker if there is one,
+  // on its pinned worker if it has one, else through the global queue.
+  void schedule(Fiber* f) noexcept;
+  // A push left stealable work: wake a parked worker to search, unless a
+  // searcher already covers it.
+  void notify_parked() noexcept;
+  void unpark_all() noexcept;
+
+  // False once shutdown begins: spawns are refused.
+  bool accepting() const noexcept { return !closing_.load(std::memory_order_acquire); }
+  bool closing() const noexcept { return closing_.load(std::memory_order_acquire); }
+  void begin_shutdown() noexcept;
+  // Worker 0, once closing and no fiber is left: lets every worker quit.
+  void complete_shutdown() noexcept;
+  bool shutdown_complete() const noexcept { return done_.load(std::memory_order_acquire); }
+  // Fibers spawned and not yet finished. Exact for worker 0 after it aborted
+  // the tree (every spawn since then is refused, and every counted exit has
+  // its spawn counted); other threads may see a stale value.
+  std::int64_t live_fibers() const noexcept;
+  void count_spawn() noexcept;
+  void count_finish() noexcept;
+
+  std::uint64_t allocate_id_block(std::uint64_t n) noexcept {
+    return next_id_.fetch_add(n, std::memory_order_relaxed);
+  }
+
+  // A fiber or blocking task ended by exception under catch_exceptions =
+  // false: keep the first, abort the root. Later ones are logged.
+  void fail(std::exception_ptr error) noexcept;
+  std::exception_ptr failure() const;
+
+  // Dedicated threads: started by launch(), joined at the end of run_root().
+  void start_dedicated(Fiber* fiber);
+  void join_dedicated();
+
+ private:
+  void reap_dedicated(std::unique_lock<std::mutex>& lock);
+
+ public:
+
+  // Startup rendezvous: worker 0 starts the others one at a time, each
+  // reporting whether its ring came up, then releases them all at once (or,
+  // if one failed, tells the started ones to quit).
+  void report_started(std::exception_ptr error);
+  std::exception_ptr wait_started();
+  void release_workers(bool go);
+  bool wait_release();
+  // Teardown barrier: no pool worker destroys its ring until all have left
+  // their loops, since a late unpark may still reach any of them.
+  void worker_done();
+  void wait_workers_done();
+
+ private:
+  std::atomic<bool> closing_{false};
+  std::atomic<bool> done_{false};
+  std::atomic<std::uint64_t> foreign_spawned_{0};   // spawns off the pool workers
+  std::atomic<std::uint64_t> foreign_finished_{0};  // exits off the pool workers
+  std::atomic<std::uint64_t> next_id_{1};
+
+  mutable std::mutex mutex_;  // guards the fields below
+  std::condition_variable cv_;
+  std::exception_ptr failure_;
+  std::vector<std::thread> dedicated_;
+  std::vector<std::thread::id> dedicated_finished_;  // threads to join
+  bool started_ready_ = false;
+  std::exception_ptr started_error_;
+  bool released_ = false;
+  bool go_ = false;
+  std::size_t workers_done_ = 0;
+};
+
+}  // namespace spindle::detail

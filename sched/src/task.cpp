@@ -1,0 +1,30 @@
+#include "spindle/sched/detail/task.hpp"
+
+namespace spindle::detail {
+
+Result<void> Task::wait_done() noexcept {
+  if (current_aborted()) return failure(errc::aborted);
+  if (done()) return {};
+  WaitNode node;
+  join_lock_.lock();
+  if (done_.load(std::memory_order_relaxed)) {
+    join_lock_.unlock();
+    return {};
+  }
+  if (wait_in(joiners_, node, join_lock_, kNoDeadline) == WakeReason::kNotified) return {};
+  return failure(errc::aborted);
+}
+
+void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
+  join_lock_.lock();
+  outcome_ = outcome;
+  exception_ = std::move(error);
+  // release; pairs with the acquire in done().
+  done_.store(true, std::memory_order_release);
+  // Under the lock: a joiner whose wait ended otherwise re-takes the lock to
+  // unlink its node, so it cannot free the node while we notify it.
+  joiners_.notify_all();
+  join_lock_.unlock();
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,60 @@
+#include "spindle/sched/this_fiber.hpp"
+
+#include <thread>
+
+#include "spindle/sched/detail/core.hpp"
+#include "worker.hpp"
+
+namespace spindle::this_fiber {
+
+Result<void> yield() {
+  detail::Fiber* f = detail::current_fiber();
+  if (!f) {
+    std::this_thread::yield();
+    return {};
+  }
+  if (f->aborted()) return failure(errc::aborted);
+  detail::Suspend s;
+  s.kind = detail::Suspend::Kind::kYield;
+  detail::Worker::suspend(f, s);
+  return {};
+}
+
+Result<void> sleep_until(Deadline deadline) {
+  detail::Fiber* f = detail::current_fiber();
+  if (!f) {
+    std::this_thread::sleep_until(deadline);
+    return {};
+  }
+  if (f->aborted()) return failure(errc::aborted);
+  if (deadline <= Clock::now()) return {};
+  ++f->epoch;
+  detail::Suspend s;
+  s.kind = detail::Suspend::Kind::kPark;
+  s.park = detail::ParkKind::kInterruptible;
+  s.deadline = deadline;
+  detail::Worker::suspend(f, s);
+  if (f->wake_reason == detail::WakeReason::kAborted) return failure(errc::aborted);
+  return {};
+}
+
+Result<void> sleep_for(std::chrono::nanoseconds d) {
+  if (d <= std::chrono::nanoseconds::zero()) {
+    if (aborted()) return failure(errc::aborted);
+    return {};
+  }
+  constexpr auto kMax = std::chrono::hours(24 * 365 * 30);
+  return sleep_until(Clock::now() + std::min<std::chrono::nanoseconds>(d, kMax));
+}
+
+std::uint64_t id() noexcept {
+  detail::Fiber* f = detail::current_fiber();
+  return f ? f->id : 0;
+}
+
+bool aborted() noexcept {
+  detail::Fiber* f = detail::current_fiber();
+  return f && f->aborted();
+}
+
+}  // namespace spindle::this_fiber

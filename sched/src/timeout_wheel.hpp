@@ -1,0 +1,179 @@
+// TimeoutWheel: a worker's single-level hashed timing wheel (Varghese &
+// Lauck) for I/O operation deadlines. Sleeps use the timer heap instead.
+//
+// Time is cut into ticks of `tick` counted from `start`; a deadline maps to the
+// first tick boundary at or after it, and tick t lives in slot t & (slots - 1).
+// The wheel has slots = bit_ceil(ceil(horizon / tick) + 1) and accepts targets
+// in (current, current + slots - 1], so the live targets always fit one
+// revolution and each slot holds entries of a single tick. Deadlines already
+// past go to current + 1, deadlines beyond the horizon are clamped to it.
+//
+// Unlike the reference (which counts removals and skips stale entries when a
+// bucket drains), entries are intrusive and doubly linked, so remove() is O(1)
+// and a cancelled operation leaves nothing behind. An occupancy bitset lets
+// advance() and next_deadline() skip empty slots a word at a time.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "spindle/base/assert.hpp"
+
+namespace spindle::detail {
+
+// Embedded by the user in its own operation record; the wheel never owns it.
+// An entry must stay at the same address while linked.
+struct WheelEntry {
+  // Invariant while linked: `prev` is the previous entry of the slot's list,
+  // or this entry itself if it is the first; `next` is the following entry or
+  // nullptr. Both are nullptr while unlinked.
+  WheelEntry* prev = nullptr;
+  WheelEntry* next = nullptr;
+  // The tick at which the entry expires; set by TimeoutWheel::insert().
+  std::uint64_t target_tick = 0;
+
+  bool linked() const { return prev != nullptr; }
+};
+
+// Worker-affine: not thread-safe. Every call, including on_expired callbacks
+// run by advance(), happens on the owning worker's thread.
+class TimeoutWheel {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 20;
+
+  // Throws std::invalid_argument (see validate()). Allocates one pointer per
+  // slot plus one bit per slot.
+  TimeoutWheel(std::chrono::nanoseconds tick, std::chrono::nanoseconds horizon,
+               Clock::time_point start);
+  TimeoutWheel(const TimeoutWheel&) = delete;
+  TimeoutWheel& operator=(const TimeoutWheel&) = delete;
+
+  // Throws std::invalid_argument unless tick > 0, horizon > 0 and
+  // ceil(horizon / tick) + 1 <= kMaxSlots; the message names the Config setting
+  // to change (timeout_wheel_tick, or the timeouts that make the horizon).
+  static void validate(std::chrono::nanoseconds tick, std::chrono::nanoseconds horizon);
+
+  // Schedules `e` (which must not be linked) to expire at the first tick
+  // boundary at or after `deadline`, clamped to [current tick + 1, current tick
+  // + slots - 1]. A deadline in the past therefore expires at the first
+  // advance() that reaches current tick + 1, not in an advance() to the same
+  // tick; one beyond the horizon expires at the horizon.
+  void insert(WheelEntry* e, Clock::time_point deadline) noexcept;
+
+  // Unlinks `e` in O(1) so it never expires. A no-op if `e` is not linked (it
+  // already expired, or was never inserted), so a completion that races its
+  // expiry can always call it. `e` must not be linked into another wheel.
+  void remove(WheelEntry* e) noexcept;
+
+  // Moves the current tick to floor((now - start) / tick) (never backwards) and
+  // expires, in tick order, every entry whose target is at or before it: each is
+  // unlinked and then passed to `on_expired(WheelEntry*)`. The callback may
+  // insert and remove entries, including ones in the slot being drained; what it
+  // inserts gets a target after the new current tick, so it does not expire in
+  // this call. The callback must not call advance(), and must not throw
+  // (advance() is noexcept, so an exception terminates).
+  template <class F>
+  void advance(Clock::time_point now, F&& on_expired) noexcept;
+
+  // The earliest scheduled tick boundary (start + min target * tick), or nullopt
+  // if the wheel is empty. Amortized O(1): after the earliest entry leaves, the
+  // next call scans the bitset from the current tick. Not callable from an
+  // on_expired callback.
+  std::optional<Clock::time_point> next_deadline() const;
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+  // Geometry, for tests and metrics.
+  std::uint64_t slot_count() const { return slots_; }
+  std::uint64_t current_tick() const { return current_tick_; }
+  std::chrono::nanoseconds tick() const { return std::chrono::nanoseconds(tick_ns_); }
+
+ private:
+  // The tick count of `t` since start_: floor, saturating, and 0 before start_.
+  std::uint64_t floor_tick(Clock::time_point t) const;
+  // The offset from `from` (a slot index) of the first occupied slot among the
+  // `count` slots starting there (wrapping), or `count` if none is occupied.
+  std::uint64_t find_occupied(std::uint64_t from, std::uint64_t count) const;
+  void link_front(WheelEntry*& head, WheelEntry* e) noexcept;
+  void set_bit(std::uint64_t slot) { bits_[slot / 64] |= std::uint64_t{1} << (slot % 64); }
+  void clear_bit(std::uint64_t slot) { bits_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64)); }
+
+  const std::int64_t tick_ns_;
+  const Clock::time_point start_;
+  // Invariant: slots_ is a power of two in [2, kMaxSlots]; mask_ = slots_ - 1 is
+  // also the largest distance from current_tick_ to a target.
+  const std::uint64_t slots_;
+  const std::uint64_t mask_;
+  // Outside advance(): every linked entry has current_tick_ < target_tick <=
+  // current_tick_ + mask_, and lives in heads_[target_tick & mask_].
+  std::uint64_t current_tick_ = 0;
+  // First entry of each slot's list.
+  std::vector<WheelEntry*> heads_;
+  // Invariant: bit s is set iff heads_[s] != nullptr.
+  std::vector<std::uint64_t> bits_;
+  // During advance(), the rest of the slot being drained, detached from heads_
+  // so that entries the callback inserts are not visited again; remove() may
+  // unlink from it. nullptr otherwise.
+  WheelEntry* draining_ = nullptr;
+  bool advancing_ = false;
+  // Number of linked entries, including those still in draining_.
+  std::size_t size_ = 0;
+  // Invariant: if min_valid_, min_tick_ is the smallest target of any linked
+  // entry. Recomputed lazily by next_deadline().
+  mutable std::uint64_t min_tick_ = 0;
+  mutable bool min_valid_ = false;
+};
+
+template <class F>
+void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
+  SPINDLE_ASSERT(!advancing_, "TimeoutWheel::advance called from its own callback");
+  const std::uint64_t prev = current_tick_;
+  const std::uint64_t cur = floor_tick(now);
+  if (cur <= prev) return;
+  current_tick_ = cur;
+  // Nothing scheduled, or nothing due yet: just move the cursor. The targets
+  // still fit the window, since they were at most prev + mask_ < cur + mask_.
+  if (size_ == 0 || (min_valid_ && min_tick_ > cur)) return;
+
+  advancing_ = true;
+  // Visit ticks prev + 1 .. cur in order; after a full revolution or more that
+  // is every slot once, starting with the oldest tick.
+  const std::uint64_t count = cur - prev < slots_ ? cur - prev : slots_;
+  const std::uint64_t first = (prev + 1) & mask_;
+  std::uint64_t offset = 0;
+  while (offset < count && size_ != 0) {
+    offset += find_occupied((first + offset) & mask_, count - offset);
+    if (offset >= count) break;
+    const std::uint64_t slot = (first + offset) & mask_;
+    ++offset;
+    draining_ = heads_[slot];
+    heads_[slot] = nullptr;
+    clear_bit(slot);
+    // Pop from the front each time: the callback may unlink any entry of
+    // draining_ (remove() keeps draining_ pointing at the rest).
+    while (WheelEntry* e = draining_) {
+      draining_ = e->next;
+      if (draining_ != nullptr) draining_->prev = draining_;
+      if (e->target_tick <= cur) {
+        e->prev = nullptr;
+        e->next = nullptr;
+        --size_;
+        on_expired(e);
+      } else {
+        // Inserted by a callback earlier in this call, for a later revolution.
+        link_front(heads_[slot], e);
+        set_bit(slot);
+      }
+    }
+  }
+  advancing_ = false;
+  if (min_valid_ && min_tick_ <= cur) min_valid_ = false;
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,36 @@
+#include "timer_heap.hpp"
+
+namespace spindle::detail {
+
+TimerHeap::~TimerHeap() {
+  for (const Entry& e : heap_) e.fiber->unref();
+}
+
+void TimerHeap::add(Deadline when, Fiber* fiber, std::uint64_t epoch) {
+  fiber->ref();
+  heap_.push_back({when, fiber, epoch});
+  std::push_heap(heap_.begin(), heap_.end(), later);
+}
+
+void TimerHeap::maybe_compact() {
+  const std::uint32_t stale = stale_.load(std::memory_order_relaxed);
+  // The count is a hint: notes for entries that already fired inflate it, and
+  // compaction resets it.
+  if (stale <= 64 || 2 * static_cast<std::size_t>(stale) <= heap_.size()) return;
+  std::size_t kept = 0;
+  for (const Entry& e : heap_) {
+    // A park is still waiting on this timer only while its word holds the
+    // entry's epoch with a kind set.
+    const std::uint64_t w = e.fiber->wake_word.load(std::memory_order_acquire);
+    if ((w >> 2) == e.epoch && (w & 3) != 0) {
+      heap_[kept++] = e;
+    } else {
+      e.fiber->unref();
+    }
+  }
+  stale_.fetch_sub(stale, std::memory_order_relaxed);
+  heap_.resize(kept);
+  std::make_heap(heap_.begin(), heap_.end(), later);
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,153 @@
+#include "spindle/sched/detail/wait.hpp"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "spindle/sched/detail/core.hpp"
+#include "worker.hpp"
+
+namespace spindle::detail {
+namespace {
+
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value,
+           const struct timespec* timeout) noexcept {
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op | FUTEX_PRIVATE_FLAG,
+                   value, timeout, nullptr, 0);
+}
+
+WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexcept {
+  lock.unlock();
+  for (;;) {
+    // acquire; pairs with the CAS in WaitNode::notify.
+    const std::uint32_t state = node.thread_state.load(std::memory_order_acquire);
+    if (state != 0) return static_cast<WakeReason>(state - 1);
+    struct timespec ts;
+    const struct timespec* tsp = nullptr;
+    if (deadline != kNoDeadline) {
+      const auto left = deadline - Clock::now();
+      if (left <= Clock::duration::zero()) {
+        std::uint32_t expected = 0;
+        if (node.thread_state.compare_exchange_strong(
+                expected, 1 + static_cast<std::uint32_t>(WakeReason::kTimedOut),
+                std::memory_order_acq_rel)) {
+          return WakeReason::kTimedOut;
+        }
+        return static_cast<WakeReason>(expected - 1);
+      }
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+      ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+      ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+      tsp = &ts;
+    }
+    futex(&node.thread_state, FUTEX_WAIT, 0, tsp);
+  }
+}
+
+void unlock_spinlock(void* lock) { static_cast<SpinLock*>(lock)->unlock(); }
+
+}  // namespace
+
+WaitNode::WaitNode() noexcept {
+  if (Fiber* f = current_fiber()) {
+    fiber = f;
+    epoch = ++f->epoch;
+  }
+}
+
+bool WaitNode::notify(WakeReason reason) noexcept {
+  if (fiber) return wake_fiber(fiber, epoch, reason);
+  std::uint32_t expected = 0;
+  if (!thread_state.compare_exchange_strong(expected, 1 + static_cast<std::uint32_t>(reason),
+                                            std::memory_order_acq_rel)) {
+    return false;
+  }
+  futex(&thread_state, FUTEX_WAKE, 1, nullptr);
+  return true;
+}
+
+void WaitQueue::push_back(WaitNode* n) noexcept {
+  n->next = nullptr;
+  n->prev = tail_;
+  if (tail_) {
+    tail_->next = n;
+  } else {
+    head_ = n;
+  }
+  tail_ = n;
+  n->linked = true;
+}
+
+WaitNode* WaitQueue::pop_front() noexcept {
+  WaitNode* n = head_;
+  if (n) remove(n);
+  return n;
+}
+
+void WaitQueue::remove(WaitNode* n) noexcept {
+  if (n->prev) {
+    n->prev->next = n->next;
+  } else {
+    head_ = n->next;
+  }
+  if (n->next) {
+    n->next->prev = n->prev;
+  } else {
+    tail_ = n->prev;
+  }
+  n->prev = n->next = nullptr;
+  n->linked = false;
+}
+
+WaitNode* WaitQueue::notify_one(WakeReason reason) noexcept {
+  while (WaitNode* n = pop_front()) {
+    if (n->notify(reason)) return n;
+  }
+  return nullptr;
+}
+
+std::size_t WaitQueue::notify_all(WakeReason reason) noexcept {
+  std::size_t woken = 0;
+  while (WaitNode* n = pop_front()) woken += n->notify(reason) ? 1 : 0;
+  return woken;
+}
+
+WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline deadline,
+                   ParkKind kind) noexcept {
+  queue.push_back(&node);
+  const WakeReason reason = wait(node, lock, deadline, kind);
+  // Notifiers hold the lock while they notify, and may still be walking the
+  // queue when this waiter runs again. Taking the lock once more means the
+  // notifier is done with the primitive, so the caller may destroy it as soon
+  // as the wait returns (a WaitGroup or Event on the waiter's stack).
+  lock.lock();
+  if (node.linked) queue.remove(&node);
+  lock.unlock();
+  return reason;
+}
+
+bool in_fiber() noexcept { return current_fiber() != nullptr; }
+
+bool current_aborted() noexcept {
+  Fiber* f = current_fiber();
+  return f && f->aborted();
+}
+
+WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind) noexcept {
+  if (!node.fiber) return thread_wait(node, lock, deadline);
+  Fiber* f = node.fiber;
+  SPINDLE_DCHECK(f == current_fiber() && node.epoch == f->epoch);
+  Suspend s;
+  s.kind = Suspend::Kind::kPark;
+  s.park = kind;
+  s.deadline = deadline;
+  s.publish = &unlock_spinlock;
+  s.arg = &lock;
+  Worker::suspend(f, s);
+  return f->wake_reason;
+}
+
+}  // namespace spindle::detail

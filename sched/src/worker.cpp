@@ -1,0 +1,450 @@
+#include "worker.hpp"
+
+#include <cxxabi.h>
+
+#include <algorithm>
+#include <exception>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "io_request.hpp"
+#include "scheduler.hpp"
+#include "fence.hpp"
+#include "spindle/base/assert.hpp"
+#include "spindle/fiber/overflow.hpp"
+
+namespace spindle::detail {
+namespace {
+
+constexpr int kBatch = 64;                 // fiber resumes per turn
+constexpr std::size_t kStackCache = 64;    // stacks kept per worker
+constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
+constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
+
+thread_local Worker* t_worker = nullptr;
+
+// libstdc++'s per-thread exception-handling globals (unwind-cxx.h). A fiber
+// that parks inside a catch block and resumes on another thread takes its
+// caught-exception stack with it.
+struct EhGlobals {
+  void* caught;
+  unsigned int uncaught;
+};
+
+EhGlobals* eh_globals() noexcept { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
+
+std::uint64_t seed_for(std::size_t index) noexcept {
+  return 0x9E3779B97F4A7C15ull * (index + 1) ^ reinterpret_cast<std::uintptr_t>(&index);
+}
+
+[[gnu::noinline]] void run_body(Fiber* f) noexcept {
+  if (f->aborted()) {
+    f->discard();
+    f->exit_outcome = Task::Outcome::kAborted;
+  } else {
+    try {
+      f->run();
+      f->exit_outcome = f->aborted() ? Task::Outcome::kAborted : Task::Outcome::kValue;
+    } catch (...) {
+      f->exit_error = std::current_exception();
+      f->exit_outcome = Task::Outcome::kException;
+    }
+  }
+  destroy_fiber_locals(f);
+}
+
+void fiber_main(void* arg) {
+  auto* f = static_cast<Fiber*>(arg);
+  run_body(f);
+  Worker::exit(f);
+}
+
+}  // namespace
+
+[[gnu::noinline]] Worker* current_worker() noexcept { return t_worker; }
+
+[[gnu::noinline]] Fiber* current_fiber() noexcept {
+  Worker* w = t_worker;
+  return w ? w->current() : nullptr;
+}
+
+Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
+    : scheduler_(scheduler),
+      kind_(kind),
+      index_(index),
+      ring_(uring::RingOptions{scheduler.config.ring_entries}),
+      parker_(&wake_source_),
+      mailbox_(parker_),
+      wheel_(scheduler.config.timeout_wheel_tick,
+             std::max(scheduler.config.connect_timeout, scheduler.config.read_write_timeout),
+             Clock::now()),
+      stacks_(scheduler.stack_pool, kStackCache),
+      spinner_(SpinnerConfig{scheduler.config.idle_spinner.budget_us,
+                             scheduler.config.idle_spinner.max_budget_us,
+                             scheduler.config.idle_spinner.quick_wake_us}),
+      rng_(seed_for(index)) {
+  if (t_worker) {
+    throw std::logic_error(
+        "spindle: Runtime::run called on a thread that already runs a spindle worker "
+        "(a fiber cannot run a nested runtime)");
+  }
+  fiber::ensure_signal_stack();
+  t_worker = this;
+}
+
+Worker::~Worker() {
+  apply_mail();  // drops the fiber references of late cancel requests
+  SPINDLE_ASSERT(ring_.pending() == 0, "a worker stopped with operations in flight");
+  t_worker = nullptr;
+}
+
+std::uint64_t Worker::allocate_id() noexcept {
+  if (id_next_ == id_end_) {
+    id_next_ = scheduler_.allocate_id_block(kIdBlock);
+    id_end_ = id_next_ + kIdBlock;
+  }
+  return id_next_++;
+}
+
+void Worker::push_ready(Fiber* f) noexcept {
+  if (f->pinned) {
+    SPINDLE_DCHECK(f->pinned == this);
+    pinned_ready_.push(f);
+    return;
+  }
+  SPINDLE_DCHECK(kind_ == Kind::kPool);
+  run_queue_.push_back(f, [this](Fiber** items, std::size_t n) {
+    for (std::size_t i = 0; i + 1 < n; ++i) items[i]->next = items[i + 1];
+    scheduler_.global.push_chain(items[0], items[n - 1], n);
+  });
+  if (run_queue_.is_stealable()) scheduler_.notify_parked();
+}
+
+void Worker::suspend(Fiber* f, Suspend& s) noexcept {
+  Worker* w = current_worker();
+  fiber::switch_context(*f->context, w->context_, &s);
+}
+
+void Worker::exit(Fiber* f) noexcept {
+  Suspend s;
+  s.kind = Suspend::Kind::kExit;
+  Worker* w = current_worker();
+  fiber::exit_to(*f->context, w->context_, &s);
+}
+
+void Worker::start(Fiber* f) noexcept {
+  f->started = true;
+  f->stack = stacks_.allocate();
+  f->context.emplace(f->stack, &fiber_main, f);
+}
+
+void Worker::resume(Fiber* f) noexcept {
+  current_ = f;
+  if (!f->started) {
+    try {
+      start(f);
+    } catch (...) {
+      // No stack could be mapped: the fiber ends with that error unrun.
+      current_ = nullptr;
+      f->discard();
+      f->exit_error = std::current_exception();
+      f->exit_outcome = Task::Outcome::kException;
+      retire(f);
+      return;
+    }
+  }
+  EhGlobals* eh = eh_globals();
+  const EhGlobals mine = *eh;
+  eh->caught = f->eh_state[0];
+  eh->uncaught = static_cast<unsigned int>(reinterpret_cast<std::uintptr_t>(f->eh_state[1]));
+  void* data = fiber::switch_context(context_, *f->context, nullptr);
+  f->eh_state[0] = eh->caught;
+  f->eh_state[1] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(eh->uncaught));
+  *eh = mine;
+  current_ = nullptr;
+
+  auto& s = *static_cast<Suspend*>(data);
+  switch (s.kind) {
+    case Suspend::Kind::kYield:
+      push_ready(f);
+      break;
+    case Suspend::Kind::kPark:
+      after_park(f, s);
+      break;
+    case Suspend::Kind::kExit:
+      retire(f);
+      break;
+  }
+}
+
+void Worker::after_park(Fiber* f, const Suspend& s) noexcept {
+  // Copy everything out of `s` first: once the park word is armed an abort
+  // may claim the fiber, resume it elsewhere and reuse its stack.
+  const std::uint64_t epoch = f->epoch;
+  const ParkKind kind = s.park;
+  const auto publish = s.publish;
+  void* const arg = s.arg;
+  if (s.deadline != kNoDeadline) {
+    timers_.add(s.deadline, f, epoch);
+    f->timer_owner = this;
+  } else {
+    f->timer_owner = nullptr;
+  }
+  if (kind == ParkKind::kIo) f->io_owner.store(this, std::memory_order_relaxed);
+  // seq_cst, then the seq_cst aborted() below: Fiber::on_abort does the
+  // mirror image, so an abort racing this park is seen by at least one side.
+  f->wake_word.store(epoch << 2 | static_cast<std::uint64_t>(kind), std::memory_order_seq_cst);
+  if (publish) publish(arg);
+  if (kind == ParkKind::kInterruptible && f->aborted()) wake_fiber(f, epoch, WakeReason::kAborted);
+}
+
+void Worker::retire(Fiber* f) noexcept {
+  if (f->context) {
+    f->context.reset();
+    stacks_.deallocate(f->stack);
+    f->stack = {};
+  }
+  const Task::Outcome outcome = f->exit_outcome;
+  std::exception_ptr error = std::move(f->exit_error);
+  if (outcome == Task::Outcome::kException && !f->root) {
+    if (!scheduler_.config.catch_exceptions) {
+      scheduler_.fail(error);
+    } else {
+      fmt::print(stderr, "spindle: fiber {}{}{}{} exited by exception: {}\n", f->id,
+                 f->name.empty() ? "" : " '", f->name, f->name.empty() ? "" : "'",
+                 describe_exception(error));
+    }
+  }
+  // The cascade: everything this fiber spawned is aborted, and its own node
+  // closes to further spawns.
+  f->abort_tree();
+  f->detach();
+  f->finish(outcome, std::move(error));
+  if (f->root) scheduler_.begin_shutdown();
+  if (f == dedicated_root_) dedicated_done_ = true;
+  // Worker 0 counts the live fibers while closing: nudge it, before this
+  // exit is counted (once the count may reach zero, worker 0 may be gone).
+  if (scheduler_.closing()) scheduler_.workers[0]->unpark();
+  scheduler_.count_finish();
+  f->unref();
+}
+
+Fiber* Worker::take_global() noexcept {
+  const std::size_t len = scheduler_.global.len();
+  if (len == 0) return nullptr;
+  // No more than would fill the run queue to half.
+  const std::size_t room = (RunQueue<Fiber>::kCapacity - run_queue_.len()) / 2;
+  const std::size_t want =
+      std::min(GlobalQueue::share(len, scheduler_.workers.size()), std::max<std::size_t>(room, 1));
+  std::size_t n = 0;
+  Fiber* first = scheduler_.global.take(want, n);
+  if (!first) return nullptr;
+  Fiber* rest = first->next;
+  first->next = nullptr;
+  while (rest) {
+    Fiber* next = rest->next;
+    rest->next = nullptr;
+    push_ready(rest);
+    rest = next;
+  }
+  return first;
+}
+
+Fiber* Worker::next_fiber() noexcept {
+  ++tick_;
+  if (kind_ == Kind::kPool && tick_ % scheduler_.config.global_queue_interval == 0) {
+    if (Fiber* f = take_global()) return f;
+  }
+  // Alternate which ready list goes first so neither starves the other.
+  if (tick_ & 1) {
+    if (Fiber* f = pinned_ready_.pop()) return f;
+    if (Fiber* f = run_queue_.pop()) return f;
+  } else {
+    if (Fiber* f = run_queue_.pop()) return f;
+    if (Fiber* f = pinned_ready_.pop()) return f;
+  }
+  return kind_ == Kind::kPool ? take_global() : nullptr;
+}
+
+void Worker::run_batch() noexcept {
+  for (int n = 0; n < kBatch; ++n) {
+    Fiber* f = next_fiber();
+    if (!f) return;
+    resume(f);
+  }
+}
+
+Fiber* Worker::search() noexcept {
+  if (kind_ != Kind::kPool) return nullptr;
+  const std::size_t n = scheduler_.workers.size();
+  if (!searching_) {
+    if (n == 1 || !scheduler_.idle.try_begin_search()) return nullptr;
+    searching_ = true;
+  }
+  Fiber* f = nullptr;
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  const std::size_t start = rng_ % n;
+  for (std::size_t i = 0; i < n && !f; ++i) {
+    Worker* victim = scheduler_.workers[(start + i) % n];
+    if (victim != this) f = victim->run_queue().steal_into(run_queue_);
+  }
+  if (!f) f = take_global();
+  searching_ = false;
+  const bool last = scheduler_.idle.end_search();
+  // The last searcher to find work passes the search on: there may be more.
+  if (f && last) scheduler_.notify_parked();
+  return f;
+}
+
+void Worker::apply_mail() noexcept {
+  mailbox_.take(mail_);
+  for (const MailMessage& m : mail_) {
+    switch (m.kind) {
+      case MailMessage::Kind::kResume:
+        pinned_ready_.push(m.fiber);
+        break;
+      case MailMessage::Kind::kCancelIo:
+        cancel_io(*this, m.fiber, m.epoch);
+        m.fiber->unref();
+        break;
+    }
+  }
+  mail_.clear();
+}
+
+void Worker::service() noexcept {
+  ring_.service();
+  if (timers_.size() != 0 || !wheel_.empty()) {
+    const Deadline now = Clock::now();
+    timers_.expire(now, [](Fiber* f, std::uint64_t epoch) {
+      wake_fiber(f, epoch, WakeReason::kTimedOut);
+    });
+    wheel_.advance(now, [](WheelEntry* e) { on_io_deadline(e); });
+  }
+  apply_mail();
+}
+
+bool Worker::quit() const noexcept {
+  if (kind_ == Kind::kDedicated) return dedicated_done_;
+  return scheduler_.shutdown_complete();
+}
+
+bool Worker::has_work_anywhere() const noexcept {
+  if (!run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit()) return true;
+  if (kind_ == Kind::kPool) {
+    if (!scheduler_.global.empty()) return true;
+    for (Worker* w : scheduler_.workers) {
+      if (w != this && w->run_queue().is_stealable()) return true;
+    }
+    if (index_ == 0 && scheduler_.closing() && scheduler_.live_fibers() == 0) return true;
+  }
+  return false;
+}
+
+std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
+  std::optional<Deadline> next = timers_.next();
+  if (auto w = wheel_.next_deadline(); w && (!next || *w < *next)) next = w;
+  const Deadline now = Clock::now();
+  if (index_ == 0 && kind_ == Kind::kPool && scheduler_.closing()) {
+    if (!next || *next > now + kShutdownPoll) next = now + kShutdownPoll;
+  }
+  if (!next) return std::nullopt;
+  return std::max<std::chrono::nanoseconds>(*next - now, std::chrono::nanoseconds::zero());
+}
+
+void Worker::park() noexcept {
+  const auto timeout = park_timeout();
+  parker_.clear();
+  if (kind_ == Kind::kPool) scheduler_.idle.set_idle(index_);
+  full_fence();
+  if (!has_work_anywhere()) {
+    if (ring_.pending() > 0) {
+      // I/O in flight: block in the ring, so completions end the wait too.
+      wake_source_.arm(ring_);
+      if (parker_.arm_eventfd()) {
+        ring_.wait(timeout);
+        parker_.disarm();
+      }
+      wake_source_.consume();
+    } else if (!spinner_.spin([this] { return parker_.signalled(); })) {
+      const auto slept = parker_.park(timeout);
+      if (slept.count() > 0) spinner_.on_wake(slept);
+    }
+  }
+  // A pusher that claimed our idle bit counted us as a searcher.
+  if (kind_ == Kind::kPool && !scheduler_.idle.clear_idle(index_)) searching_ = true;
+}
+
+void Worker::run_pool() {
+  for (;;) {
+    run_batch();
+    service();
+    if (!run_queue_.empty() || !pinned_ready_.empty()) continue;
+    if (index_ == 0 && scheduler_.closing() && scheduler_.live_fibers() == 0) {
+      scheduler_.complete_shutdown();
+    }
+    if (quit()) break;
+    if (Fiber* f = search()) {
+      resume(f);
+      continue;
+    }
+    park();
+    if (searching_) {
+      if (Fiber* f = search()) resume(f);
+    }
+  }
+}
+
+void Worker::run_dedicated(Fiber* root) {
+  dedicated_root_ = root;
+  root->pinned = this;
+  pinned_ready_.push(root);
+  while (!dedicated_done_) {
+    run_batch();
+    service();
+    if (!pinned_ready_.empty() || dedicated_done_) continue;
+    park();
+  }
+}
+
+bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
+  // acquire; pairs with the seq_cst arm in Worker::after_park.
+  std::uint64_t w = f->wake_word.load(std::memory_order_acquire);
+  for (;;) {
+    if ((w >> 2) != epoch) return false;
+    const auto kind = static_cast<ParkKind>(w & 3);
+    if (kind == ParkKind::kNone || kind == ParkKind::kIo) return false;
+    if (reason == WakeReason::kAborted && kind != ParkKind::kInterruptible) return false;
+    if (f->wake_word.compare_exchange_weak(w, epoch << 2, std::memory_order_acq_rel,
+                                           std::memory_order_acquire)) {
+      break;
+    }
+  }
+  f->wake_reason = reason;
+  if (reason != WakeReason::kTimedOut && f->timer_owner) f->timer_owner->note_timer_stale();
+  f->scheduler().schedule(f);
+  return true;
+}
+
+void Fiber::on_abort() noexcept {
+  const std::uint64_t w = wake_word.load(std::memory_order_seq_cst);
+  switch (static_cast<ParkKind>(w & 3)) {
+    case ParkKind::kInterruptible:
+      wake_fiber(this, w >> 2, WakeReason::kAborted);
+      break;
+    case ParkKind::kIo: {
+      Worker* owner = io_owner.load(std::memory_order_relaxed);
+      ref();  // released by the owner after it handles the message
+      owner->send({MailMessage::Kind::kCancelIo, this, w >> 2});
+      break;
+    }
+    case ParkKind::kNone:
+    case ParkKind::kUninterruptible:
+      break;
+  }
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,170 @@
+// Worker: one thread running fibers: its run queue, ring, timers, mailbox,
+// stack cache and idle spinner.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "mailbox.hpp"
+#include "parker.hpp"
+#include "run_queue.hpp"
+#include "spindle/fiber/context.hpp"
+#include "spindle/fiber/stack.hpp"
+#include "spindle/sched/detail/fiber.hpp"
+#include "spindle/uring/ring.hpp"
+#include "spindle/uring/wake_source.hpp"
+#include "spinner.hpp"
+#include "timeout_wheel.hpp"
+#include "timer_heap.hpp"
+
+namespace spindle::detail {
+
+class Scheduler;
+
+// What a fiber hands its worker when it switches away. Lives on the fiber's
+// stack; the worker reads it before the fiber can be resumed again.
+struct Suspend {
+  enum class Kind : std::uint8_t { kYield, kPark, kExit };
+  Kind kind = Kind::kYield;
+  ParkKind park = ParkKind::kNone;
+  Deadline deadline = kNoDeadline;
+  // Runs on the worker after the fiber's context is saved and its park word
+  // armed: makes the fiber findable by its wakers (e.g. unlocks a wait queue,
+  // submits an SQE).
+  void (*publish)(void* arg) = nullptr;
+  void* arg = nullptr;
+};
+
+// A FIFO of ready fibers linked through Fiber::next. Not thread-safe.
+class FiberList {
+ public:
+  bool empty() const noexcept { return head_ == nullptr; }
+  void push(Fiber* f) noexcept {
+    f->next = nullptr;
+    if (tail_) {
+      tail_->next = f;
+    } else {
+      head_ = f;
+    }
+    tail_ = f;
+  }
+  Fiber* pop() noexcept {
+    Fiber* f = head_;
+    if (f) {
+      head_ = f->next;
+      if (!head_) tail_ = nullptr;
+      f->next = nullptr;
+    }
+    return f;
+  }
+
+ private:
+  Fiber* head_ = nullptr;
+  Fiber* tail_ = nullptr;
+};
+
+// Worker-affine except where marked "any thread". A pool worker takes part
+// in stealing and the idle set; a dedicated worker runs only the fibers
+// pinned to it (its root) and sends everything else to the pool.
+class Worker {
+ public:
+  enum class Kind : std::uint8_t { kPool, kDedicated };
+
+  // Must run on the worker's own thread: the ring is single-issuer.
+  Worker(Scheduler& scheduler, Kind kind, std::size_t index);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Pool worker: runs until shutdown completes.
+  void run_pool();
+  // Dedicated worker: runs `root` (pinned here) until it exits.
+  void run_dedicated(Fiber* root);
+
+  // Makes `f` ready on this worker: the run queue for an ordinary fiber, the
+  // private pinned list for one pinned here.
+  void push_ready(Fiber* f) noexcept;
+
+  // Suspends the running fiber `f` with `s`; returns when it is resumed (on
+  // whatever worker). Called on the fiber.
+  static void suspend(Fiber* f, Suspend& s) noexcept;
+  // Ends the running fiber; never returns. Called on the fiber.
+  [[noreturn]] static void exit(Fiber* f) noexcept;
+
+  Scheduler& scheduler() const noexcept { return scheduler_; }
+  Kind kind() const noexcept { return kind_; }
+  std::size_t index() const noexcept { return index_; }
+  Fiber* current() const noexcept { return current_; }
+  uring::Ring& ring() noexcept { return ring_; }
+  TimeoutWheel& wheel() noexcept { return wheel_; }
+
+  // Any thread.
+  void unpark() noexcept { parker_.unpark(); }
+  void send(const MailMessage& m) noexcept { mailbox_.send(m); }
+  RunQueue<Fiber>& run_queue() noexcept { return run_queue_; }
+
+  // Fibers spawned and finished here (pool workers only), read by any thread
+  // for the live count. Written only by this worker.
+  std::atomic<std::uint64_t> spawned{0};
+  std::atomic<std::uint64_t> finished{0};
+
+  // Fiber ids handed out by this worker come from a private block.
+  std::uint64_t allocate_id() noexcept;
+
+  // Any thread: a park with a timer here ended another way.
+  void note_timer_stale() noexcept { timers_.note_stale(); }
+
+ private:
+  void resume(Fiber* f) noexcept;
+  void start(Fiber* f) noexcept;
+  void after_park(Fiber* f, const Suspend& s) noexcept;
+  void retire(Fiber* f) noexcept;
+  void run_batch() noexcept;
+  Fiber* next_fiber() noexcept;
+  Fiber* take_global() noexcept;
+  Fiber* search() noexcept;
+  void service() noexcept;
+  void apply_mail() noexcept;
+  bool has_work_anywhere() const noexcept;
+  void park() noexcept;
+  std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
+  bool quit() const noexcept;
+
+  Scheduler& scheduler_;
+  const Kind kind_;
+  const std::size_t index_;
+  fiber::Context context_;  // this thread's own stack, where the loop runs
+  Fiber* current_ = nullptr;
+  RunQueue<Fiber> run_queue_;
+  FiberList pinned_ready_;
+  uring::WakeSource wake_source_;
+  uring::Ring ring_;
+  Parker parker_;
+  Mailbox mailbox_;
+  std::vector<MailMessage> mail_;  // scratch for apply_mail()
+  TimerHeap timers_;
+  TimeoutWheel wheel_;
+  fiber::StackCache stacks_;
+  Spinner spinner_;
+  std::uint32_t tick_ = 0;
+  std::uint64_t rng_;
+  bool searching_ = false;  // this worker holds a search count
+  Fiber* dedicated_root_ = nullptr;
+  bool dedicated_done_ = false;
+  std::uint64_t id_next_ = 0;
+  std::uint64_t id_end_ = 0;
+};
+
+// The worker on this thread, or null. Never inlined (see current_fiber()).
+Worker* current_worker() noexcept;
+
+// Claims the park `epoch` of `f` for `reason` (only kinds that `reason` may
+// end) and makes it ready. Returns false if the park already ended or was
+// not of such a kind. Any thread.
+bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept;
+
+// Destroys the running fiber's FiberLocal values (on its own stack, at exit).
+void destroy_fiber_locals(Fiber* f) noexcept;
+
+}  // namespace spindle::detail

@@ -1,0 +1,70 @@
+// Helpers for tests that run fibers (and thread-safe Catch2 assertions, which
+// fibers on several workers need): run a body on several worker counts and
+// check that nothing leaked (file descriptors here; stacks and in-flight
+// operations are checked by the runtime's own shutdown assertions, and fiber
+// control blocks by LeakSanitizer in the asan build).
+#pragma once
+
+#include <dirent.h>
+
+#include <chrono>
+#include <cstddef>
+#include <initializer_list>
+#include <utility>
+
+#include <spindle/spindle.hpp>
+
+#include "thread_safe_catch.hpp"
+
+namespace spindle::test {
+
+inline std::size_t open_fd_count() {
+  std::size_t n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (::readdir(d)) ++n;
+    ::closedir(d);
+  }
+  return n;
+}
+
+// Runs `body` as the root fiber on each worker count. `body` must be
+// copyable (it runs once per count).
+template <class F>
+void on_workers(F body, std::initializer_list<std::size_t> counts = {1, 2, 4},
+                Config base = {}) {
+  for (std::size_t workers : counts) {
+    INFO("workers = " << workers);
+    const std::size_t fds = open_fd_count();
+    {
+      Config c = base;
+      c.workers = workers;
+      Runtime rt(c);
+      rt.run(body);
+    }
+    CHECK(open_fd_count() == fds);
+  }
+}
+
+// Long enough for a fiber that should stay blocked to misbehave if it were
+// going to; only ever used to give a bug a chance, never to wait for success.
+inline constexpr auto kSettle = std::chrono::milliseconds(20);
+
+// Polls `pred` from a fiber; false after 10 s (a hang guard, not a timing check).
+template <class P>
+bool eventually(P pred) {
+  const auto limit = Clock::now() + std::chrono::seconds(10);
+  while (!pred()) {
+    if (Clock::now() > limit) return false;
+    (void)this_fiber::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+// Runs `body` once as the root fiber with `config` and returns its value.
+template <class F>
+auto run(F&& body, Config config = {}) {
+  Runtime rt(config);
+  return rt.run(std::forward<F>(body));
+}
+
+}  // namespace spindle::test

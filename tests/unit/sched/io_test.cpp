@@ -1,0 +1,195 @@
+#include <fcntl.h>
+#include <liburing.h>
+#include <unistd.h>
+
+#include <array>
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime_harness.hpp"
+
+using namespace std::chrono_literals;
+using spindle::errc;
+namespace tf = spindle::this_fiber;
+
+namespace {
+
+struct Pipe {
+  int r = -1, w = -1;
+  Pipe() {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    r = fds[0];
+    w = fds[1];
+  }
+  ~Pipe() {
+    ::close(r);
+    ::close(w);
+  }
+};
+
+spindle::Result<int> ring_read(int fd, char* buf, unsigned len, spindle::IoOptions o = {}) {
+  return spindle::io_op([&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, buf, len, 0); },
+                        o);
+}
+
+spindle::Result<int> ring_write(int fd, const char* buf, unsigned len, spindle::IoOptions o = {}) {
+  return spindle::io_op(
+      [&](io_uring_sqe* sqe) noexcept { io_uring_prep_write(sqe, fd, buf, len, 0); }, o);
+}
+
+}  // namespace
+
+TEST_CASE("io_op reads and writes through the ring", "[io]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    std::array<char, 16> buf{};
+    auto reader = spindle::spawn([&] { return ring_read(p.r, buf.data(), 16); });
+    (void)tf::sleep_for(1ms);
+    CHECK(ring_write(p.w, "spindle", 7).value() == 7);
+    CHECK(reader.join().value().value() == 7);
+    CHECK(std::string(buf.data(), 7) == "spindle");
+  });
+}
+
+TEST_CASE("io_op reports the kernel's errno", "[io]") {
+  spindle::test::run([] {
+    char c;
+    auto r = ring_read(-1, &c, 1);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == std::errc::bad_file_descriptor);
+  });
+}
+
+TEST_CASE("a deadline cancels the read, and the buffer is left alone afterwards", "[io]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    std::array<char, 8> buf{};
+    const auto t0 = spindle::Clock::now();
+    auto r = ring_read(p.r, buf.data(), 8, {.deadline = spindle::Clock::now() + 20ms});
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(spindle::Clock::now() - t0 >= 20ms);
+    // The cancelled read consumed nothing: the next writer's bytes go to the next reader.
+    CHECK(ring_write(p.w, "abc", 3).value() == 3);
+    std::array<char, 8> next{};
+    CHECK(ring_read(p.r, next.data(), 8).value() == 3);
+    CHECK(std::string(next.data(), 3) == "abc");
+    CHECK(buf == std::array<char, 8>{});
+  });
+}
+
+TEST_CASE("abort of a fiber blocked in a ring op cancels it and awaits its CQE", "[io][abort]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    std::array<char, 8> buf{};
+    auto h = spindle::spawn([&] { return ring_read(p.r, buf.data(), 8); });
+    (void)tf::sleep_for(2ms);
+    h.abort();
+    auto r = h.join();
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::aborted);
+    // The read was really cancelled in the kernel: data written now is not
+    // swallowed by it.
+    CHECK(ring_write(p.w, "xyz", 3).value() == 3);
+    std::array<char, 8> next{};
+    CHECK(ring_read(p.r, next.data(), 8).value() == 3);
+    CHECK(buf == std::array<char, 8>{});
+  });
+}
+
+TEST_CASE("an aborted fiber's cancellable op fails at once, its write still completes",
+          "[io][abort]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    // Fill the pipe so a write blocks in the kernel.
+    REQUIRE(::fcntl(p.w, F_SETFL, O_NONBLOCK) == 0);
+    std::vector<char> junk(1 << 16, 'j');
+    std::size_t queued = 0;
+    for (;;) {
+      const ssize_t n = ::write(p.w, junk.data(), junk.size());
+      if (n <= 0) break;
+      queued += static_cast<std::size_t>(n);
+    }
+    REQUIRE(::fcntl(p.w, F_SETFL, 0) == 0);
+    const std::string tail = "tail-bytes";
+    auto h = spindle::spawn([&]() -> std::pair<int, int> {
+      // Never cancelled: returns only when the kernel took the bytes.
+      auto w = ring_write(p.w, tail.data(), static_cast<unsigned>(tail.size()),
+                          {.cancellable = false});
+      char c;
+      auto r = ring_read(p.r, &c, 1);  // aborted by now: fails at once
+      return {w ? *w : -1, r ? 1 : (r.error() == errc::aborted ? 0 : -2)};
+    });
+    (void)tf::sleep_for(5ms);
+    h.abort();
+    (void)tf::sleep_for(5ms);
+    CHECK_FALSE(h.is_finished());  // still parked in the write
+    // Drain the pipe (plain blocking reads, so off the workers): the write can
+    // now finish.
+    std::vector<char> sink(queued + tail.size());
+    auto drained = spindle::spawn_blocking([&] {
+      std::size_t got = 0;
+      while (got < sink.size()) {
+        const ssize_t n = ::read(p.r, sink.data() + got, sink.size() - got);
+        if (n <= 0) return false;
+        got += static_cast<std::size_t>(n);
+      }
+      return true;
+    });
+    REQUIRE(drained.join().value());
+    CHECK(std::string(sink.end() - static_cast<long>(tail.size()), sink.end()) == tail);
+    // The task was aborted, so its value is not reported; it did run to completion.
+    CHECK(h.join().error() == errc::aborted);
+  });
+}
+
+TEST_CASE("operations beyond the ring's in-flight cap wait their turn and all complete",
+          "[io]") {
+  spindle::test::on_workers(
+      [] {
+        constexpr int kPipes = 32;
+        std::vector<std::unique_ptr<Pipe>> pipes;
+        for (int i = 0; i < kPipes; ++i) pipes.push_back(std::make_unique<Pipe>());
+        std::vector<spindle::JoinHandle<int>> readers;
+        std::vector<std::array<char, 4>> bufs(kPipes);
+        for (int i = 0; i < kPipes; ++i) {
+          readers.push_back(spindle::spawn([&, i] {
+            return ring_read(pipes[i]->r, bufs[i].data(), 4).value();
+          }));
+        }
+        (void)tf::sleep_for(2ms);
+        for (int i = 0; i < kPipes; ++i) REQUIRE(::write(pipes[i]->w, "ping", 4) == 4);
+        for (auto& h : readers) CHECK(h.join().value() == 4);
+      },
+      {1, 2}, spindle::Config{.ring_entries = 4});
+}
+
+TEST_CASE("many concurrent ring ops from many fibers", "[io]") {
+  spindle::test::on_workers([] {
+    const int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    std::vector<spindle::JoinHandle<bool>> hs;
+    for (int i = 0; i < 64; ++i) {
+      hs.push_back(spindle::spawn([fd, i] {
+        std::array<char, 512> out, in{};
+        out.fill(static_cast<char>('A' + i % 26));
+        for (int k = 0; k < 8; ++k) {
+          const auto off = static_cast<__u64>((i * 8 + k) * 512);
+          auto w = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
+            io_uring_prep_write(sqe, fd, out.data(), 512, off);
+          }, {.cancellable = false});
+          auto r = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
+            io_uring_prep_read(sqe, fd, in.data(), 512, off);
+          });
+          if (w.value_or(0) != 512 || r.value_or(0) != 512 || in != out) return false;
+        }
+        return true;
+      }));
+    }
+    for (auto& h : hs) CHECK(h.join().value());
+    ::close(fd);
+  });
+}

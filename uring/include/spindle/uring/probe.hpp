@@ -1,0 +1,20 @@
+// Kernel feature probe for io_uring, run once before a runtime takes resources.
+#pragma once
+
+#include <string>
+
+namespace spindle::uring {
+
+struct KernelSupport {
+  bool single_issuer_defer_taskrun = false;  // IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN
+  bool op_ftruncate = false;                 // IORING_OP_FTRUNCATE (Linux 6.9+)
+};
+
+// Checks that io_uring is usable and has what spindle needs: IORING_FEAT_NODROP,
+// IORING_FEAT_EXT_ARG, and the opcodes NOP, READ, WRITE, READV, WRITEV,
+// POLL_ADD, ASYNC_CANCEL. Throws std::runtime_error with a message naming what
+// is missing (and the likely fix: kernel version, kernel.io_uring_disabled).
+// Returns the optional features found.
+KernelSupport require_kernel_support();
+
+}  // namespace spindle::uring

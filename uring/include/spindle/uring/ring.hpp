@@ -1,0 +1,124 @@
+// Ring: one io_uring instance, its in-flight cap with FIFO overflow, batched
+// submission, CQE dispatch and cancellation.
+#pragma once
+
+#include <liburing.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include "spindle/uring/operation.hpp"
+
+namespace spindle::uring {
+
+struct RingOptions {
+  // Submission queue size and the cap on operations in flight. A power of two
+  // in [1, 32768]. The completion queue is twice as large.
+  unsigned entries = 1024;
+};
+
+// Worker-affine: created on, and used only from, one thread (the ring is set up
+// IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN; if the kernel refuses
+// that, IORING_SETUP_COOP_TASKRUN, with a note on stderr once per process).
+//
+// Invariant: at most entries() operations are in flight; the rest wait in FIFO
+// order and are prepared as slots free up. Cancel and internal SQEs (the wake
+// poll) do not count against the cap.
+//
+// Completion handlers (Operation's on_complete, Completion::handler) run inside
+// service(), wait() or cancel(); they may submit() and cancel() operations,
+// including re-submitting their own, but must not call service() or wait().
+class Ring {
+ public:
+  // Throws std::invalid_argument (naming "ring entries") for a bad size and
+  // std::system_error with a message saying what is missing when the kernel
+  // cannot provide a ring.
+  explicit Ring(const RingOptions& options);
+  // With operations still pending, the destructor cancels them all and waits
+  // for their completions (each on_complete runs, with -ECANCELED or a real
+  // result), so no buffer is touched after it returns; it must then run on the
+  // ring's thread, and it blocks until every operation ends. That cancel also
+  // reaches internal requests, whose handlers may then run: their Completions
+  // (the WakeSource) must still be alive. With nothing pending it only closes
+  // the ring, which tears internal requests down without callbacks.
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  // Queues `op` (which must be kIdle). Its SQE is prepared now if a slot is
+  // free, else later; it is handed to the kernel by the next service() or wait().
+  void submit(Operation* op) noexcept;
+
+  // Requests cancellation of `op`. A queued op is removed and completed at once
+  // with -ECANCELED (its on_complete runs before cancel returns). An in-flight op
+  // gets an IORING_OP_ASYNC_CANCEL at the next service() or wait(); it still
+  // completes through its own CQE (with -ECANCELED or its real result). No-op
+  // for a kIdle op or a repeated cancel.
+  void cancel(Operation* op) noexcept;
+
+  // Stages pending cancels, submits every staged SQE and dispatches every
+  // available CQE, with one io_uring_enter (none if nothing is staged or
+  // outstanding; one more only to flush a full SQ or the kernel's CQ overflow
+  // list). Returns the CQEs handled.
+  std::size_t service() noexcept;
+
+  // Like service(), but blocks until at least one CQE arrives or `timeout`
+  // passes (no timeout: wait indefinitely). Uses the EXT_ARG timeout, never a
+  // timeout SQE.
+  std::size_t wait(std::optional<std::chrono::nanoseconds> timeout) noexcept;
+
+  // An SQE for an uncapped internal request whose user_data is `c`; flushes the
+  // SQ first if it is full. Submitted by the next service() or wait().
+  io_uring_sqe* internal_sqe(Completion* c) noexcept;
+
+  // Operations submitted whose on_complete has not run yet (queued, in flight,
+  // or holding their own CQE while their cancel's CQE is outstanding); not
+  // counting internal SQEs.
+  std::size_t pending() const noexcept { return in_flight_ + queued_ + awaiting_cancel_; }
+  // Operations holding an in-flight slot: prepared, own CQE not yet reaped.
+  std::size_t in_flight() const noexcept { return in_flight_; }
+  unsigned entries() const noexcept { return entries_; }
+  bool defer_taskrun() const noexcept { return defer_taskrun_; }
+  int fd() const noexcept { return ring_.ring_fd; }
+
+ private:
+  friend class Operation;
+  void prepare(Operation* op) noexcept;  // into an SQE; op becomes kInFlight
+  void admit_queued() noexcept;          // prepare FIFO ops while slots are free
+  void stage_cancels() noexcept;
+  std::size_t dispatch() noexcept;
+  void finish(Operation* op) noexcept;
+  io_uring_sqe* sqe() noexcept;
+  void on_op_cqe(Operation* op, int res, std::uint32_t flags) noexcept;
+  void on_cancel_cqe(Operation* op, int res) noexcept;
+  void fifo_push(Operation* op) noexcept;
+  void fifo_unlink(Operation* op) noexcept;
+  void cancel_list_unlink(Operation* op) noexcept;
+  void drain_for_destruction() noexcept;
+
+  io_uring ring_{};
+  unsigned entries_ = 0;
+  bool defer_taskrun_ = false;
+  bool dispatching_ = false;  // inside dispatch(): handlers may not service()/wait()
+  bool closing_ = false;      // inside ~Ring(): no new submissions
+  // Invariant: in_flight_ == number of kInFlight ops whose own CQE is not yet
+  // reaped, and in_flight_ <= entries_.
+  std::size_t in_flight_ = 0;
+  std::size_t queued_ = 0;  // Invariant: == length of the FIFO
+  // kInFlight ops whose own CQE was reaped but whose cancel's CQE was not.
+  std::size_t awaiting_cancel_ = 0;
+  // ASYNC_CANCEL SQEs staged or submitted whose CQE was not yet reaped.
+  std::size_t cancels_in_kernel_ = 0;
+  // Internal requests (internal_sqe) that have not yet posted their final CQE
+  // (one without IORING_CQE_F_MORE).
+  std::size_t internal_outstanding_ = 0;
+  Operation* fifo_head_ = nullptr;  // kQueued ops, oldest first
+  Operation* fifo_tail_ = nullptr;
+  // In-flight ops whose cancel is not yet staged (doubly linked through the
+  // same next_/prev_ as the FIFO: an op is never on both).
+  Operation* cancel_head_ = nullptr;
+};
+
+}  // namespace spindle::uring
