@@ -193,7 +193,7 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
   Scheduler& s = fiber->scheduler();
   Worker* w = current_worker();
   fiber->id = (w && &w->scheduler() == &s) ? w->allocate_id() : s.allocate_id_block(1);
-  fiber->name = name;
+  if (!name.empty()) fiber->name = name;
   // Counted before adoption: a spawn that gets past adopt() is visible to the
   // shutdown count through the supervision lock.
   s.count_spawn();
@@ -227,6 +227,12 @@ RuntimeHandle current_runtime() {
   detail::Scheduler* s = detail::current_scheduler();
   if (!s) throw std::logic_error("spindle::current_runtime() called outside a runtime's thread");
   return RuntimeHandle(s->shared_from_this());
+}
+
+const Config& current_config() {
+  detail::Scheduler* s = detail::current_scheduler();
+  if (!s) throw std::logic_error("spindle::current_config() called outside a runtime's thread");
+  return s->config;
 }
 
 Context this_fiber::context() {

@@ -45,7 +45,7 @@ Scheduler::~Scheduler() {
   if (root) root->unref();
 }
 
-void Scheduler::schedule(Fiber* f) noexcept {
+void Scheduler::make_ready(Fiber* f, bool woken) noexcept {
   Worker* w = current_worker();
   if (Worker* pinned = f->pinned) {
     if (pinned == w) {
@@ -56,7 +56,11 @@ void Scheduler::schedule(Fiber* f) noexcept {
     return;
   }
   if (on_pool_worker(*this, w)) {
-    w->push_ready(f);
+    if (woken) {
+      w->push_woken(f);
+    } else {
+      w->push_ready(f);
+    }
     return;
   }
   global.push(f);

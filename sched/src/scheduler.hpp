@@ -44,7 +44,10 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
 
   // Makes a ready fiber runnable: on the calling pool worker if there is one,
   // on its pinned worker if it has one, else through the global queue.
-  void schedule(Fiber* f) noexcept;
+  void schedule(Fiber* f) noexcept { make_ready(f, false); }
+  // The same for a fiber whose park just ended: on a pool worker it may take
+  // the worker's next-fiber slot (Worker::push_woken).
+  void schedule_woken(Fiber* f) noexcept { make_ready(f, true); }
   // A push left stealable work: wake a parked worker to search, unless a
   // searcher already covers it.
   void notify_parked() noexcept;
@@ -78,6 +81,7 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   void join_dedicated();
 
  private:
+  void make_ready(Fiber* f, bool woken) noexcept;
   void reap_dedicated(std::unique_lock<std::mutex>& lock);
 
  public:

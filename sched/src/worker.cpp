@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -18,19 +19,15 @@ namespace spindle::detail {
 namespace {
 
 constexpr int kBatch = 64;                 // fiber resumes per turn
+// Fibers taken from the next-fiber slot in a row before the one in it goes to
+// the back of the run queue: two fibers waking each other keep their worker
+// for this many hand-overs, then the queue gets its turn.
+constexpr std::uint32_t kNextRunBudget = 32;
 constexpr std::size_t kStackCache = 64;    // stacks kept per worker
 constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
 constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
 
 thread_local Worker* t_worker = nullptr;
-
-// libstdc++'s per-thread exception-handling globals (unwind-cxx.h). A fiber
-// that parks inside a catch block and resumes on another thread takes its
-// caught-exception stack with it.
-struct EhGlobals {
-  void* caught;
-  unsigned int uncaught;
-};
 
 EhGlobals* eh_globals() noexcept { return reinterpret_cast<EhGlobals*>(abi::__cxa_get_globals()); }
 
@@ -83,7 +80,9 @@ Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
       spinner_(SpinnerConfig{scheduler.config.idle_spinner.budget_us,
                              scheduler.config.idle_spinner.max_budget_us,
                              scheduler.config.idle_spinner.quick_wake_us}),
-      rng_(seed_for(index)) {
+      global_countdown_(scheduler.config.global_queue_interval),
+      rng_(seed_for(index)),
+      eh_(eh_globals()) {
   if (t_worker) {
     throw std::logic_error(
         "spindle: Runtime::run called on a thread that already runs a spindle worker "
@@ -121,6 +120,18 @@ void Worker::push_ready(Fiber* f) noexcept {
   if (run_queue_.is_stealable()) scheduler_.notify_parked();
 }
 
+void Worker::push_woken(Fiber* f) noexcept {
+  if (!resuming_ || f->pinned) {
+    push_ready(f);
+    return;
+  }
+  if (next_) {
+    push_ready(f);  // a burst of wakes keeps its order: the first is next
+  } else {
+    next_ = f;
+  }
+}
+
 void Worker::suspend(Fiber* f, Suspend& s) noexcept {
   Worker* w = current_worker();
   fiber::switch_context(*f->context, w->context_, &s);
@@ -140,6 +151,12 @@ void Worker::start(Fiber* f) noexcept {
 }
 
 void Worker::resume(Fiber* f) noexcept {
+  resuming_ = true;
+  resume_one(f);
+  resuming_ = false;
+}
+
+void Worker::resume_one(Fiber* f) noexcept {
   current_ = f;
   if (!f->started) {
     try {
@@ -154,7 +171,7 @@ void Worker::resume(Fiber* f) noexcept {
       return;
     }
   }
-  EhGlobals* eh = eh_globals();
+  EhGlobals* const eh = eh_;
   const EhGlobals mine = *eh;
   eh->caught = f->eh_state[0];
   eh->uncaught = static_cast<unsigned int>(reinterpret_cast<std::uintptr_t>(f->eh_state[1]));
@@ -252,12 +269,22 @@ Fiber* Worker::take_global() noexcept {
 }
 
 Fiber* Worker::next_fiber() noexcept {
-  ++tick_;
-  if (kind_ == Kind::kPool && tick_ % scheduler_.config.global_queue_interval == 0) {
-    if (Fiber* f = take_global()) return f;
+  if (next_) {
+    if (next_runs_ < kNextRunBudget) {
+      ++next_runs_;
+      return std::exchange(next_, nullptr);
+    }
+    push_ready(std::exchange(next_, nullptr));
+  }
+  next_runs_ = 0;
+  if (--global_countdown_ == 0) {
+    global_countdown_ = scheduler_.config.global_queue_interval;
+    if (kind_ == Kind::kPool) {
+      if (Fiber* f = take_global()) return f;
+    }
   }
   // Alternate which ready list goes first so neither starves the other.
-  if (tick_ & 1) {
+  if (global_countdown_ & 1) {
     if (Fiber* f = pinned_ready_.pop()) return f;
     if (Fiber* f = run_queue_.pop()) return f;
   } else {
@@ -333,7 +360,9 @@ bool Worker::quit() const noexcept {
 }
 
 bool Worker::has_work_anywhere() const noexcept {
-  if (!run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit()) return true;
+  if (next_ || !run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit()) {
+    return true;
+  }
   if (kind_ == Kind::kPool) {
     if (!scheduler_.global.empty()) return true;
     for (Worker* w : scheduler_.workers) {
@@ -382,7 +411,7 @@ void Worker::run_pool() {
   for (;;) {
     run_batch();
     service();
-    if (!run_queue_.empty() || !pinned_ready_.empty()) continue;
+    if (next_ || !run_queue_.empty() || !pinned_ready_.empty()) continue;
     if (index_ == 0 && scheduler_.closing() && scheduler_.live_fibers() == 0) {
       scheduler_.complete_shutdown();
     }
@@ -425,7 +454,7 @@ bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
   }
   f->wake_reason = reason;
   if (reason != WakeReason::kTimedOut && f->timer_owner) f->timer_owner->note_timer_stale();
-  f->scheduler().schedule(f);
+  f->scheduler().schedule_woken(f);
   return true;
 }
 

@@ -22,6 +22,14 @@ namespace spindle::detail {
 
 class Scheduler;
 
+// libstdc++'s per-thread exception-handling globals (unwind-cxx.h). A fiber
+// that parks inside a catch block and resumes on another thread takes its
+// caught-exception stack with it.
+struct EhGlobals {
+  void* caught;
+  unsigned int uncaught;
+};
+
 // What a fiber hands its worker when it switches away. Lives on the fiber's
 // stack; the worker reads it before the fiber can be resumed again.
 struct Suspend {
@@ -85,6 +93,12 @@ class Worker {
   // Makes `f` ready on this worker: the run queue for an ordinary fiber, the
   // private pinned list for one pinned here.
   void push_ready(Fiber* f) noexcept;
+  // Makes `f` ready for a wake: into the next-fiber slot when the wake comes
+  // from a fiber running here (or its exit), so a fiber handing work to a
+  // parked one is followed by it while both stacks are hot; push_ready()
+  // otherwise. The slot is private to this worker (never stolen) and holds the
+  // first such wake; later ones go to the run queue behind it.
+  void push_woken(Fiber* f) noexcept;
 
   // Suspends the running fiber `f` with `s`; returns when it is resumed (on
   // whatever worker). Called on the fiber.
@@ -117,6 +131,7 @@ class Worker {
 
  private:
   void resume(Fiber* f) noexcept;
+  void resume_one(Fiber* f) noexcept;
   void start(Fiber* f) noexcept;
   void after_park(Fiber* f, const Suspend& s) noexcept;
   void retire(Fiber* f) noexcept;
@@ -136,6 +151,9 @@ class Worker {
   const std::size_t index_;
   fiber::Context context_;  // this thread's own stack, where the loop runs
   Fiber* current_ = nullptr;
+  bool resuming_ = false;       // inside resume(): wakes may use next_
+  Fiber* next_ = nullptr;       // the next-fiber slot (push_woken)
+  std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row
   RunQueue<Fiber> run_queue_;
   FiberList pinned_ready_;
   uring::WakeSource wake_source_;
@@ -147,13 +165,14 @@ class Worker {
   TimeoutWheel wheel_;
   fiber::StackCache stacks_;
   Spinner spinner_;
-  std::uint32_t tick_ = 0;
+  std::uint32_t global_countdown_;  // picks until the global queue goes first
   std::uint64_t rng_;
   bool searching_ = false;  // this worker holds a search count
   Fiber* dedicated_root_ = nullptr;
   bool dedicated_done_ = false;
   std::uint64_t id_next_ = 0;
   std::uint64_t id_end_ = 0;
+  EhGlobals* const eh_;  // this thread's, fixed for its lifetime
 };
 
 // The worker on this thread, or null. Never inlined (see current_fiber()).

@@ -432,3 +432,15 @@ TEST_CASE("a fiber cannot run a nested runtime", "[runtime]") {
     CHECK(spindle::spawn([] { return 2; }).join().value() == 2);
   });
 }
+
+TEST_CASE("current_config returns the runtime's validated configuration", "[runtime]") {
+  CHECK_THROWS_AS(spindle::current_config(), std::logic_error);
+  spindle::test::run(
+      [] {
+        const auto& c = spindle::current_config();
+        CHECK(c.workers == 3);
+        CHECK(c.ring_entries == 8);  // rounded up from 5
+        CHECK(spindle::spawn([] { return spindle::current_config().workers; }).join().value() == 3);
+      },
+      spindle::Config{.workers = 3, .ring_entries = 5});
+}

@@ -88,14 +88,18 @@ TEST_CASE("a write started by an aborted fiber completes during shutdown", "[shu
   const int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
   const std::string data(1 << 20, 'w');
-  spindle::Runtime rt;
+  // One worker: once `started` is set the writer runs on into io_op without a
+  // suspension point, so the root runs again only after the write is in flight.
+  std::atomic<bool> started{false};
+  spindle::Runtime rt(spindle::Config{.workers = 1});
   rt.run([&] {
     spindle::spawn([&] {
+      started = true;
       (void)spindle::io_op([&](io_uring_sqe* sqe) noexcept {
         io_uring_prep_write(sqe, fd, data.data(), static_cast<unsigned>(data.size()), 0);
       }, {.cancellable = false});
     });
-    (void)tf::yield();
+    while (!started) (void)tf::yield();
   });
   CHECK(::lseek(fd, 0, SEEK_END) == static_cast<off_t>(data.size()));
   ::close(fd);

@@ -44,6 +44,10 @@ class RuntimeHandle {
 // The runtime of the running fiber. Throws std::logic_error outside a fiber.
 RuntimeHandle current_runtime();
 
+// The validated configuration of the running fiber's runtime (net/ and
+// storage/ take their defaults from it). Throws std::logic_error outside a fiber.
+const Config& current_config();
+
 // Not thread-safe; run() may be called again after it returns.
 class Runtime {
  public:

@@ -1,0 +1,101 @@
+// Measuring helpers shared by the workloads: the stopwatch (wall and process
+// CPU time), resident memory, percentiles, and the failure every workload
+// raises when its own result check fails.
+#pragma once
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "row.hpp"
+#include "workloads.hpp"
+
+namespace spindle::perf {
+
+// A workload produced a wrong result (a count, a sum, a byte): the run fails.
+class PerfError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+template <class... A>
+void check(bool ok, fmt::format_string<A...> format, A&&... args) {
+  if (!ok) throw PerfError(fmt::format(format, std::forward<A>(args)...));
+}
+
+struct Timing {
+  double seconds = 0;      // wall, steady_clock
+  double cpu_seconds = 0;  // CPU time of every thread of the process
+};
+
+inline double process_cpu_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Not thread-safe; start and stop on the same thread (or fiber).
+class Stopwatch {
+ public:
+  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(process_cpu_seconds()) {}
+  Timing stop() const {
+    const auto wall = std::chrono::steady_clock::now() - wall_;
+    return {std::chrono::duration<double>(wall).count(), process_cpu_seconds() - cpu_};
+  }
+
+ private:
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
+
+// Resident set size from /proc/self/statm. A procfs read never waits on a
+// device, so it is harmless even on a worker thread.
+inline std::uint64_t rss_bytes() {
+  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "open /proc/self/statm");
+  char buf[256];
+  const ssize_t got = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (got <= 0) throw std::system_error(errno, std::system_category(), "read /proc/self/statm");
+  buf[got] = '\0';
+  unsigned long long size = 0, resident = 0;
+  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) throw PerfError("bad /proc/self/statm");
+  return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+// The q-quantile (0 < q <= 1) of `v` by the nearest-rank method; sorts v.
+inline double percentile(std::vector<double>& v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  auto rank = static_cast<std::size_t>(q * static_cast<double>(v.size()) + 0.999999);
+  rank = std::clamp<std::size_t>(rank, 1, v.size());
+  return v[rank - 1];
+}
+
+inline Row make_row(std::string workload, std::string impl, const Params& p, std::uint64_t n,
+                    Timing t, std::string unit) {
+  Row r;
+  r.workload = std::move(workload);
+  r.impl = std::move(impl);
+  r.workers = p.workers;
+  r.n = n;
+  r.seconds = t.seconds;
+  r.rate = t.seconds > 0 ? static_cast<double>(n) / t.seconds : 0;
+  r.unit = std::move(unit);
+  r.set("cpu_s", t.cpu_seconds);
+  return r;
+}
+
+}  // namespace spindle::perf

@@ -1,0 +1,79 @@
+// The workloads of spindle-perf: their sizes, and one function per workload
+// and implementation. Each function builds its own runtime or thread pool,
+// times the workload, checks its result and returns one Row; a wrong result
+// throws PerfError. main.cpp runs each call in a child process of its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "row.hpp"
+
+namespace spindle::perf {
+
+// The sizes of one run. Both implementations of a workload get the same ones.
+struct Sizes {
+  std::uint64_t spawn_many = 1'000'000;  // fibers spawned by one fiber
+  std::uint64_t yield_fibers = 200;
+  std::uint64_t yields = 10'000;  // per fiber
+  std::uint64_t ping_pong_pairs = 1'000;
+  std::uint64_t ping_pong_rounds = 1'000;   // round trips per pair
+  std::uint64_t chain = 1'000'000;          // fibers in the chain
+  std::uint64_t skynet_leaves = 1'000'000;  // a power of 10
+  std::uint64_t park_fibers = 100'000;
+  std::uint64_t wake_samples = 1'000;
+  std::uint64_t wake_gap_us = 2'000;  // the waker sleeps this long before each wake
+  std::uint64_t nop_ops = 1'000'000;  // total, split evenly across the fibers
+  std::uint64_t pipe_rounds = 100'000;
+
+  // --quick: every workload in well under a second per implementation.
+  static Sizes quick() {
+    return Sizes{.spawn_many = 10'000,
+                 .yield_fibers = 20,
+                 .yields = 1'000,
+                 .ping_pong_pairs = 100,
+                 .ping_pong_rounds = 100,
+                 .chain = 10'000,
+                 .skynet_leaves = 10'000,
+                 .park_fibers = 10'000,
+                 .wake_samples = 50,
+                 .wake_gap_us = 2'000,
+                 .nop_ops = 32'000,
+                 .pipe_rounds = 2'000};
+  }
+};
+
+struct Params {
+  std::size_t workers = 2;
+  std::size_t stack_size = 256 * 1024;  // bytes; spindle's default
+  Sizes sizes;
+};
+
+// Scheduler workloads on spindle (spindle_sched.cpp).
+Row spindle_spawn_many(const Params& p);
+Row spindle_yield_many(const Params& p);
+Row spindle_ping_pong(const Params& p);
+Row spindle_chained_spawn(const Params& p);
+Row spindle_skynet(const Params& p);
+Row spindle_park_memory(const Params& p);
+Row spindle_wake_latency(const Params& p);
+
+// The same on Boost.Fiber (boost_sched.cpp).
+Row boost_spawn_many(const Params& p);
+Row boost_yield_many(const Params& p);
+Row boost_ping_pong(const Params& p);
+Row boost_chained_spawn(const Params& p);
+Row boost_skynet(const Params& p);
+Row boost_park_memory(const Params& p);
+Row boost_wake_latency(const Params& p);
+
+// I/O workloads on spindle's io_op (spindle_io.cpp): `fibers` fibers share
+// Sizes::nop_ops ring NOPs.
+Row spindle_nop(const Params& p, std::size_t fibers);
+Row spindle_pipe_pingpong(const Params& p);
+
+// The raw liburing loops, no fibers (raw_uring.cpp): `depth` NOPs in flight.
+Row raw_nop(const Params& p, std::size_t depth);
+Row raw_pipe_pingpong(const Params& p);
+
+}  // namespace spindle::perf
