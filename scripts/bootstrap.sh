@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  liburing-dev libboost-context-dev libboost-fiber-dev
+  liburing-dev libboost-context-dev libboost-fiber-dev libboost-dev
   libfmt-dev libcli11-dev catch2
 )
 if [[ "${SPINDLE_BOOTSTRAP_EXTRA:-}" != "" ]]; then

@@ -3,6 +3,11 @@
 
 #include "spindle/base/errc.hpp"
 #include "spindle/base/result.hpp"
+#include "spindle/net/address.hpp"
+#include "spindle/net/listener.hpp"
+#include "spindle/net/resolve.hpp"
+#include "spindle/net/stream.hpp"
+#include "spindle/net/timeout.hpp"
 #include "spindle/sched/channel.hpp"
 #include "spindle/sched/condvar.hpp"
 #include "spindle/sched/config.hpp"

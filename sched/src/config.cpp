@@ -16,6 +16,7 @@ constexpr std::uint32_t kMaxRingEntries = 32768;
 constexpr std::size_t kMinStack = 16 * 1024;
 constexpr std::size_t kMaxStack = std::size_t{1} << 30;
 constexpr std::uint64_t kMaxWheelSlots = std::uint64_t{1} << 20;
+constexpr std::size_t kMaxReadBuffer = std::size_t{1} << 30;
 constexpr auto kMaxTimeout = std::chrono::hours(24 * 365 * 30);
 
 [[noreturn]] void invalid(const std::string& what) {
@@ -50,6 +51,9 @@ void Config::validate() {
     invalid("timeout_wheel_tick must be positive");
   check_timeout("connect_timeout", connect_timeout);
   check_timeout("read_write_timeout", read_write_timeout);
+  if (read_buffer_size < 1 || read_buffer_size > kMaxReadBuffer)
+    invalid(fmt::format("read_buffer_size ({}) must be between 1 and {} bytes", read_buffer_size,
+                        kMaxReadBuffer));
   const auto horizon = std::max(connect_timeout, read_write_timeout);
   const auto ticks = (horizon.count() + timeout_wheel_tick.count() - 1) / timeout_wheel_tick.count();
   if (static_cast<std::uint64_t>(ticks) + 1 > kMaxWheelSlots)

@@ -45,6 +45,14 @@ struct Config {
   // horizon. Nonzero, at most 30 years, and must fit 2^20 wheel slots.
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds read_write_timeout = std::chrono::seconds(60);
+  // net/: bytes of each TcpStream's read buffer, allocated at its first read.
+  // 1 byte .. 1 GiB.
+  std::size_t read_buffer_size = 64 * 1024;
+  // net/: TCP_NODELAY on every connected and accepted socket.
+  bool tcp_nodelay = true;
+  // net/: SO_LINGER {on, 0} on every connected and accepted socket: close()
+  // resets the connection at once and leaves no TIME_WAIT behind.
+  bool zero_linger = true;
 
   // Throws std::invalid_argument naming the offending setting. Rounds
   // ring_entries and stack_size up in place.

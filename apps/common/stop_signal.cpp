@@ -1,0 +1,44 @@
+#include "stop_signal.hpp"
+
+#include <liburing.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <system_error>
+
+#include "spindle/sched/io.hpp"
+
+namespace spindle::apps {
+
+StopSignal::StopSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  if (const int rc = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0)
+    throw std::system_error(rc, std::system_category(), "pthread_sigmask");
+  // Non-blocking: it is read only after a POLL_ADD said it is readable.
+  fd_ = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd_ < 0) throw std::system_error(errno, std::system_category(), "signalfd");
+}
+
+StopSignal::~StopSignal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Result<int> StopSignal::wait() {
+  for (;;) {
+    signalfd_siginfo info{};
+    if (::read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
+      return static_cast<int>(info.ssi_signo);
+    const int fd = fd_;
+    auto polled =
+        io_op([fd](io_uring_sqe* sqe) noexcept { io_uring_prep_poll_add(sqe, fd, POLLIN); });
+    if (!polled) return failure(polled.error());
+  }
+}
+
+}  // namespace spindle::apps

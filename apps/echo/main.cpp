@@ -1,0 +1,118 @@
+// spindle-echo: a TCP echo server written as plain blocking code. One fiber
+// per connection runs a read/write loop; SIGINT or SIGTERM stops accepting,
+// lets every connection send back what it already received, and exits 0.
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <spindle/spindle.hpp>
+#include <string>
+
+#include "connection_set.hpp"
+#include "listen.hpp"
+#include "stop_signal.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+namespace net = spindle::net;
+
+constexpr std::string_view kProgram = "spindle-echo";
+
+// Echoes until end of stream, an error, or `idle` without a byte.
+void echo(net::TcpStream& stream, std::chrono::seconds idle) {
+  std::array<char, 16 * 1024> buf;
+  for (;;) {
+    auto n = stream.read(buf, idle);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(std::string_view(buf.data(), *n))) return;
+  }
+}
+
+// Accepts until aborted; each connection gets a fiber under `root` (not under
+// this fiber, whose end would abort them).
+void accept_loop(net::TcpListener& listener, spindle::apps::ConnectionSet& connections,
+                 const spindle::Context& root, std::chrono::seconds idle) {
+  for (;;) {
+    auto conn = listener.accept();
+    if (!conn) {
+      if (conn.error() == spindle::errc::aborted) return;
+      // Out of descriptors or memory: say so, and give connections time to end.
+      fmt::print(stderr, "{}: accept: {}\n", kProgram, conn.error().message());
+      if (!spindle::this_fiber::sleep_for(10ms)) return;
+      continue;
+    }
+    root.spawn([stream = std::move(*conn), &connections, idle]() mutable {
+      const int fd = stream.native_handle();
+      if (connections.add(fd)) {
+        echo(stream, idle);
+        connections.remove(fd);
+      }
+      stream.close();
+    });
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"spindle-echo: a TCP echo server, one fiber per connection"};
+  std::string listen = "127.0.0.1:7000";
+  std::size_t workers = 2;
+  double grace_s = 10;
+  std::size_t idle_s = 60;
+  app.add_option("-l,--listen", listen, "address to listen on (host:port; port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("-w,--workers", workers, "worker threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--idle-timeout", idle_s, "seconds a connection may stay silent")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+  app.add_option("--grace", grace_s, "seconds a stop waits for open connections")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    spindle::apps::StopSignal stop;  // before any thread exists
+    spindle::Config config;
+    config.workers = workers;
+    // The server often closes first (idle timeout, stop, Connection: close):
+    // an abortive close (zero linger) would discard responses still in the
+    // socket's send queue, so close with a FIN as servers do.
+    config.zero_linger = false;
+    spindle::apps::ConnectionSet connections;  // outlives every fiber
+    spindle::Runtime runtime(config);
+    return runtime.run([&]() -> int {
+      auto listener = spindle::apps::listen_or_explain(kProgram, listen);
+      if (!listener) return 1;
+      fmt::print("{}: listening on {} ({} worker{})\n", kProgram,
+                 listener->local_addr().value().to_string(), workers, workers == 1 ? "" : "s");
+      std::fflush(stdout);
+      const spindle::Context root = spindle::this_fiber::context();
+      auto acceptor = spindle::spawn(
+          [&] { accept_loop(*listener, connections, root, std::chrono::seconds(idle_s)); });
+      auto sig = stop.wait();
+      fmt::print("{}: {}, stopping\n", kProgram,
+                 sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : "aborted");
+      std::fflush(stdout);
+      acceptor.abort();
+      (void)acceptor.join();
+      listener->close();
+      const auto grace = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(grace_s));
+      if (const std::size_t left = connections.stop(spindle::Clock::now() + grace); left > 0)
+        fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n",
+                   kProgram, left, left == 1 ? "" : "s");
+      return 0;
+    });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", kProgram, e.what());
+    return 1;
+  }
+}

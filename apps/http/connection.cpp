@@ -1,0 +1,119 @@
+#include "connection.hpp"
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+#include <cerrno>
+#include <string>
+
+#include "request_parser.hpp"
+#include "response.hpp"
+
+namespace spindle::apps::http {
+namespace {
+
+// Responses are flushed before a read would wait, and also once this much
+// is pending (a client pipelining without reading).
+constexpr std::size_t kFlushAt = 64 * 1024;
+// After the last response: how long and how much to keep reading (and
+// dropping) while the client notices the close.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+constexpr std::size_t kLingerBytes = 4 * 1024 * 1024;
+
+Status status_for(const boost::beast::error_code& ec) {
+  if (ec == beast_http::error::header_limit) return Status::kHeaderFieldsTooLarge;
+  if (ec == beast_http::error::body_limit) return Status::kPayloadTooLarge;
+  return Status::kBadRequest;
+}
+
+Status status_for(Route r) {
+  switch (r) {
+    case Route::kHello:
+      return Status::kOk;
+    case Route::kMethodNotAllowed:
+      return Status::kMethodNotAllowed;
+    case Route::kNotFound:
+      break;
+  }
+  return Status::kNotFound;
+}
+
+// Sends `out`, then closes our side first (FIN) and drains what the client
+// still sends until it closes too: closing with unread input (or, with zero
+// linger, at once) would reset the connection and could destroy the
+// response before the client read it.
+void finish(net::TcpStream& stream, std::string& out) {
+  if (!out.empty() && !stream.write_all(out)) return;
+  if (!stream.shutdown(net::Shutdown::kWrite)) return;
+  const auto deadline = net::Timeout::at(Clock::now() + kLingerTime);
+  std::size_t drained = 0;
+  while (drained < kLingerBytes) {
+    stream.consume(stream.peek().size());
+    auto n = stream.fill(deadline);
+    if (!n || *n == 0) return;
+    drained += *n;
+  }
+}
+
+}  // namespace
+
+void serve(net::TcpStream& stream, const ServerOptions& options) {
+  std::string out;
+  const net::Timeout idle(options.idle_timeout);
+  for (;;) {
+    RequestParser parser;
+    parser.header_limit(options.header_limit);
+    parser.body_limit(options.body_limit);
+    parser.eager(true);
+    bool continue_sent = false;
+    // Parse one request from the buffered bytes, reading more as needed.
+    while (!parser.is_done()) {
+      if (const auto data = stream.peek(); !data.empty()) {
+        boost::beast::error_code ec;
+        const std::size_t used =
+            parser.put(boost::asio::const_buffer(data.data(), data.size()), ec);
+        stream.consume(used);
+        if (parser.is_done()) break;
+        if (ec && ec != beast_http::error::need_more) {
+          append_response(out, status_for(ec), {.keep_alive = false});
+          finish(stream, out);
+          return;
+        }
+        // A body chunk was taken and more is buffered: parse on without reading.
+        if (!ec && used > 0 && !stream.peek().empty()) continue;
+      }
+      // Everything buffered is parsed and more is needed: send what we owe
+      // first (pipelined responses; the go-ahead a client waits for).
+      if (parser.is_header_done() && parser.expects_continue() && !continue_sent) {
+        append_continue(out);
+        continue_sent = true;
+      }
+      if (!out.empty()) {
+        if (!stream.write_all(out)) return;
+        out.clear();
+      }
+      auto n = stream.fill(idle);
+      if (!n) {
+        if (n.error() == std::errc::no_buffer_space) {  // a read buffer smaller than the limit
+          append_response(out, Status::kHeaderFieldsTooLarge, {.keep_alive = false});
+          finish(stream, out);
+        }
+        return;  // idle timeout, reset, abort: close
+      }
+      if (*n == 0) return;  // the client closed (between requests, or mid-request: no answer)
+    }
+    const bool keep_alive = parser.keep_alive();
+    append_response(
+        out, status_for(parser.route()),
+        {.keep_alive = keep_alive, .head = parser.head(), .http10 = parser.version() < 11});
+    if (!keep_alive) {
+      finish(stream, out);
+      return;
+    }
+    if (out.size() >= kFlushAt) {
+      if (!stream.write_all(out)) return;
+      out.clear();
+    }
+  }
+}
+
+}  // namespace spindle::apps::http

@@ -1,0 +1,32 @@
+// One HTTP/1.1 connection of spindle-http: keep-alive, pipelining, limits.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "spindle/net/stream.hpp"
+
+namespace spindle::apps::http {
+
+struct ServerOptions {
+  // A connection silent this long (between requests, or within one) is closed.
+  std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+  // Request line and headers larger than this are answered 431.
+  std::uint32_t header_limit = 8 * 1024;
+  // Bodies larger than this are answered 413 (before they are read, when the
+  // Content-Length says so).
+  std::uint64_t body_limit = 1024 * 1024;
+};
+
+// Serves requests on `stream` until the client closes, an error, the idle
+// timeout, or end of input. Requests are parsed in place from the stream's
+// read buffer; the responses to every request already received go out in one
+// write (pipelining). A malformed request gets 400, oversized ones 431/413,
+// and the connection is then closed after the response, as it is after
+// "Connection: close". A stop (ConnectionSet::stop shuts the read side down)
+// is end of input: every request the kernel already holds is answered, then
+// the connection closes. Fiber-only.
+// Suspends: in reads and writes of `stream`.
+void serve(net::TcpStream& stream, const ServerOptions& options);
+
+}  // namespace spindle::apps::http

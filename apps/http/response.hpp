@@ -1,0 +1,32 @@
+// The responses spindle-http sends, formatted straight into the connection's
+// output buffer.
+#pragma once
+
+#include <string>
+
+namespace spindle::apps::http {
+
+enum class Status : int {
+  kOk = 200,
+  kBadRequest = 400,
+  kNotFound = 404,
+  kMethodNotAllowed = 405,
+  kPayloadTooLarge = 413,
+  kHeaderFieldsTooLarge = 431,
+};
+
+struct ResponseShape {
+  bool keep_alive = true;
+  bool head = false;    // HEAD: the headers of the GET response, no body
+  bool http10 = false;  // an HTTP/1.0 client must be told keep-alive explicitly
+};
+
+// Appends a complete response (status line, Server, Date, Content-Type,
+// Content-Length, Connection when needed, body) to `out`. The body is
+// "Hello, World!" for 200 and the reason phrase otherwise.
+void append_response(std::string& out, Status status, const ResponseShape& shape);
+
+// Appends "HTTP/1.1 100 Continue" (for a client that sent Expect: 100-continue).
+void append_continue(std::string& out);
+
+}  // namespace spindle::apps::http

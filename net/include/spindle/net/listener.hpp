@@ -1,0 +1,58 @@
+// TcpListener: a listening TCP socket whose accept() parks the calling fiber.
+#pragma once
+
+#include "spindle/base/result.hpp"
+#include "spindle/net/address.hpp"
+#include "spindle/net/stream.hpp"
+#include "spindle/net/timeout.hpp"
+
+namespace spindle::net {
+
+struct ListenOptions {
+  // listen(2) backlog: completed connections the kernel queues for accept().
+  int backlog = 1024;
+  // SO_REUSEADDR: rebind a port whose old connections linger in TIME_WAIT.
+  bool reuse_address = true;
+};
+
+// Move-only. bind() and local_addr() are plain syscalls that work anywhere;
+// accept() is fiber-only. One fiber accepts at a time (not thread-safe).
+class TcpListener {
+ public:
+  // Not listening: accept() fails with errc::closed.
+  TcpListener() noexcept = default;
+  TcpListener(TcpListener&& o) noexcept;
+  TcpListener& operator=(TcpListener&& o) noexcept;
+  TcpListener(const TcpListener&) = delete;
+  TcpListener& operator=(const TcpListener&) = delete;
+  ~TcpListener();
+
+  // socket, SO_REUSEADDR, bind, listen — inline, no fiber needed. Port 0
+  // picks a free port (see local_addr()). Errors: the errno, e.g.
+  // EADDRINUSE when the port is taken, EADDRNOTAVAIL for an address this
+  // machine does not have, EAFNOSUPPORT without IPv6.
+  static Result<TcpListener> bind(const SocketAddress& addr, ListenOptions options = {});
+
+  // The next connection (ACCEPT through the ring), with Config's tcp_nodelay
+  // and zero_linger applied. Waits forever by default (the reference's
+  // accept re-issues itself on every read_write_timeout expiry, which is the
+  // same). A connection reset while queued is skipped. Other errors (EMFILE,
+  // ENFILE, ENOBUFS, ...) are returned and leave the listener usable;
+  // errc::timed_out, errc::aborted (the accept is cancelled and its CQE
+  // awaited, so no connection is lost).
+  // Suspends: until a connection arrives, an error, the timeout or an abort.
+  Result<TcpStream> accept(Timeout timeout = Timeout::never());
+
+  Result<SocketAddress> local_addr() const;
+
+  bool is_open() const noexcept { return fd_ >= 0; }
+  int native_handle() const noexcept { return fd_; }
+  // No accept may be in flight.
+  void close() noexcept;
+
+ private:
+  explicit TcpListener(int fd) noexcept : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace spindle::net

@@ -1,0 +1,77 @@
+#include "spindle/net/listener.hpp"
+
+#include <liburing.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "socket_ops.hpp"
+
+namespace spindle::net {
+
+TcpListener::TcpListener(TcpListener&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+
+TcpListener& TcpListener::operator=(TcpListener&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = std::exchange(o.fd_, -1);
+  }
+  return *this;
+}
+
+TcpListener::~TcpListener() { close(); }
+
+void TcpListener::close() noexcept { detail::close_fd(std::exchange(fd_, -1)); }
+
+Result<TcpListener> TcpListener::bind(const SocketAddress& addr, ListenOptions options) {
+  // A blocking socket: io_uring waits for readiness itself (and would answer
+  // EAGAIN for a non-blocking one).
+  const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return errno_failure(errno);
+  TcpListener listener(fd);  // closes fd on every error path below
+  if (options.reuse_address) {
+    const int one = 1;
+    if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+      return errno_failure(errno);
+  }
+  if (::bind(fd, addr.data(), addr.size()) != 0) return errno_failure(errno);
+  if (::listen(fd, options.backlog) != 0) return errno_failure(errno);
+  return listener;
+}
+
+Result<TcpStream> TcpListener::accept(Timeout timeout) {
+  if (fd_ < 0) return failure(errc::closed);
+  const Deadline deadline = timeout.deadline(std::chrono::nanoseconds::max());
+  const int fd = fd_;
+  for (;;) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    auto prepare = [&](io_uring_sqe* sqe) noexcept {
+      len = sizeof peer;
+      io_uring_prep_accept(sqe, fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
+    };
+    auto r = detail::ring_op(prepare, deadline);
+    if (!r) {
+      // The connection was reset while it waited in the queue: take the next.
+      if (r.error() == std::errc::connection_aborted) continue;
+      return failure(r.error());
+    }
+    const int conn = *r;
+    detail::apply_stream_options(conn, current_config());
+    auto addr = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&peer), len);
+    return TcpStream(conn, addr ? *addr : SocketAddress());
+  }
+}
+
+Result<SocketAddress> TcpListener::local_addr() const {
+  if (fd_ < 0) return failure(errc::closed);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return errno_failure(errno);
+  auto a = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss), len);
+  if (!a) return errno_failure(EAFNOSUPPORT);
+  return *a;
+}
+
+}  // namespace spindle::net

@@ -1,0 +1,43 @@
+// Private helpers shared by the listener and the stream: the ring call with
+// a deadline, socket options from Config, and closing.
+#pragma once
+
+#include <chrono>
+#include <utility>
+
+#include "spindle/base/result.hpp"
+#include "spindle/net/timeout.hpp"
+#include "spindle/sched/config.hpp"
+#include "spindle/sched/io.hpp"
+#include "spindle/sched/runtime.hpp"
+
+namespace spindle::net::detail {
+
+// io_op(prepare) with `deadline`, cancellable. The runtime's timing wheel
+// clamps deadlines beyond its horizon (max of Config's network timeouts) to
+// the horizon, so an op may come back errc::timed_out early; it had no effect
+// (its CQE was -ECANCELED), so it is simply issued again until the real
+// deadline.
+template <class Prepare>
+Result<int> ring_op(Prepare& prepare, Deadline deadline) {
+  for (;;) {
+    auto r = io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
+    if (!r && r.error() == errc::timed_out && deadline != kNoDeadline && Clock::now() < deadline)
+      continue;
+    return r;
+  }
+}
+
+inline Deadline read_write_deadline(const Timeout& t) {
+  return t.deadline(current_config().read_write_timeout);
+}
+
+// TCP_NODELAY and SO_LINGER {1, 0} per `config` on a connected socket. A
+// failure (the peer already reset the connection) is left for the first read
+// or write to report.
+void apply_stream_options(int fd, const Config& config) noexcept;
+
+// close(2), keeping errno out of it (EINTR on close still closes on Linux).
+void close_fd(int fd) noexcept;
+
+}  // namespace spindle::net::detail

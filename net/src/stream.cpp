@@ -1,0 +1,314 @@
+// TcpStream: reads and writes as RECV/SEND/SENDMSG on the calling worker's
+// ring through io_op, so each call parks only its fiber, the SQEs of a turn
+// go to the kernel in one io_uring_enter, and a timeout or abort cancels the
+// operation and waits for its CQE before the call returns (the kernel never
+// writes into a buffer after its call returned).
+//
+// Poisoning follows the reference: a read or write that fails may have moved
+// part of its bytes (a partial send before the timeout, buffered bytes
+// consumed by a read_exact that then fails), so the stream's framing is lost
+// and later calls on that half say errc::closed instead of guessing.
+
+#include "spindle/net/stream.hpp"
+
+#include <liburing.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "socket_ops.hpp"
+
+namespace spindle::net {
+namespace {
+
+// One SQE moves at most this much (its length field is 32 bits); longer
+// calls loop.
+constexpr std::size_t kMaxOpBytes = std::size_t{1} << 30;
+// iovecs per SENDMSG; longer writev calls loop.
+constexpr std::size_t kIovBatch = 64;
+
+std::span<std::byte> bytes(std::span<char> s) noexcept {
+  return {reinterpret_cast<std::byte*>(s.data()), s.size()};
+}
+
+}  // namespace
+
+TcpStream::TcpStream(TcpStream&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      peer_(o.peer_),
+      buf_(std::move(o.buf_)),
+      cap_(std::exchange(o.cap_, 0)),
+      pos_(std::exchange(o.pos_, 0)),
+      end_(std::exchange(o.end_, 0)),
+      read_poisoned_(std::exchange(o.read_poisoned_, false)),
+      write_poisoned_(std::exchange(o.write_poisoned_, false)) {}
+
+TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
+  if (this != &o) {
+    close();
+    fd_ = std::exchange(o.fd_, -1);
+    peer_ = o.peer_;
+    buf_ = std::move(o.buf_);
+    cap_ = std::exchange(o.cap_, 0);
+    pos_ = std::exchange(o.pos_, 0);
+    end_ = std::exchange(o.end_, 0);
+    read_poisoned_ = std::exchange(o.read_poisoned_, false);
+    write_poisoned_ = std::exchange(o.write_poisoned_, false);
+  }
+  return *this;
+}
+
+TcpStream::~TcpStream() { close(); }
+
+void TcpStream::close() noexcept {
+  detail::close_fd(std::exchange(fd_, -1));
+  buf_.reset();
+  cap_ = pos_ = end_ = 0;
+}
+
+Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout) {
+  const Config& config = current_config();
+  const Deadline deadline = timeout.deadline(config.connect_timeout);
+  for (;;) {
+    const int fd = ::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0) return errno_failure(errno);
+    auto prepare = [&](io_uring_sqe* sqe) noexcept {
+      io_uring_prep_connect(sqe, fd, peer.data(), peer.size());
+    };
+    auto r = io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
+    if (r) {
+      detail::apply_stream_options(fd, config);
+      return TcpStream(fd, peer);
+    }
+    detail::close_fd(fd);
+    // Expired early at the timing wheel's horizon (see ring_op): a cancelled
+    // connect leaves its socket in no reusable state, so start over.
+    if (r.error() == errc::timed_out && deadline != kNoDeadline && Clock::now() < deadline)
+      continue;
+    return failure(r.error());
+  }
+}
+
+void TcpStream::ensure_buffer() {
+  if (buf_) return;
+  cap_ = current_config().read_buffer_size;
+  buf_ = std::make_unique_for_overwrite<std::byte[]>(cap_);
+  pos_ = end_ = 0;
+}
+
+Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
+  len = std::min(len, kMaxOpBytes);
+  const int fd = fd_;
+  auto prepare = [&](io_uring_sqe* sqe) noexcept { io_uring_prep_recv(sqe, fd, out, len, 0); };
+  auto r = detail::ring_op(prepare, deadline);
+  if (!r) {
+    read_poisoned_ = true;
+    return failure(r.error());
+  }
+  return static_cast<std::size_t>(*r);
+}
+
+Result<std::size_t> TcpStream::read_some(std::byte* out, std::size_t len, Deadline deadline) {
+  ensure_buffer();
+  if (len >= cap_) return recv_into(out, len, deadline);
+  pos_ = end_ = 0;
+  auto r = recv_into(buf_.get(), cap_, deadline);
+  if (!r || *r == 0) return r;
+  end_ = *r;
+  const std::size_t n = std::min(len, end_);
+  std::memcpy(out, buf_.get(), n);
+  pos_ = n;
+  return n;
+}
+
+Result<std::size_t> TcpStream::read(std::span<std::byte> buf, Timeout timeout) {
+  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  if (buf.empty()) return 0;
+  if (pos_ < end_) {
+    const std::size_t n = std::min(buf.size(), end_ - pos_);
+    std::memcpy(buf.data(), buf_.get() + pos_, n);
+    consume(n);
+    return n;
+  }
+  return read_some(buf.data(), buf.size(), detail::read_write_deadline(timeout));
+}
+
+Result<std::size_t> TcpStream::read(std::span<char> buf, Timeout timeout) {
+  return read(bytes(buf), timeout);
+}
+
+Result<void> TcpStream::read_exact(std::span<std::byte> buf, Timeout timeout) {
+  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  std::size_t done = 0;
+  Deadline deadline{};
+  bool have_deadline = false;
+  while (done < buf.size()) {
+    if (pos_ < end_) {
+      const std::size_t n = std::min(buf.size() - done, end_ - pos_);
+      std::memcpy(buf.data() + done, buf_.get() + pos_, n);
+      consume(n);
+      done += n;
+      continue;
+    }
+    if (!have_deadline) {
+      deadline = detail::read_write_deadline(timeout);
+      have_deadline = true;
+    }
+    auto r = read_some(buf.data() + done, buf.size() - done, deadline);
+    if (!r) return failure(r.error());
+    if (*r == 0) {
+      read_poisoned_ = true;  // part of the message may be gone already
+      return failure(errc::closed);
+    }
+    done += *r;
+  }
+  return {};
+}
+
+Result<void> TcpStream::read_exact(std::span<char> buf, Timeout timeout) {
+  return read_exact(bytes(buf), timeout);
+}
+
+std::span<const std::byte> TcpStream::peek(std::size_t max) const noexcept {
+  if (!buf_) return {};
+  return {buf_.get() + pos_, std::min(max, end_ - pos_)};
+}
+
+void TcpStream::consume(std::size_t n) noexcept {
+  pos_ += std::min(n, end_ - pos_);
+  if (pos_ == end_) pos_ = end_ = 0;
+}
+
+Result<std::size_t> TcpStream::fill(Timeout timeout) {
+  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  ensure_buffer();
+  if (end_ == cap_) {
+    if (pos_ == 0) return errno_failure(ENOBUFS);
+    std::memmove(buf_.get(), buf_.get() + pos_, end_ - pos_);
+    end_ -= pos_;
+    pos_ = 0;
+  }
+  auto r = recv_into(buf_.get() + end_, cap_ - end_, detail::read_write_deadline(timeout));
+  if (r) end_ += *r;
+  return r;
+}
+
+Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadline deadline) {
+  std::size_t done = 0;
+  const int fd = fd_;
+  while (done < len) {
+    const std::byte* p = data + done;
+    const std::size_t n = std::min(len - done, kMaxOpBytes);
+    auto prepare = [&](io_uring_sqe* sqe) noexcept {
+      io_uring_prep_send(sqe, fd, p, n, MSG_NOSIGNAL);
+    };
+    auto r = detail::ring_op(prepare, deadline);
+    if (!r || *r == 0) {
+      write_poisoned_ = true;
+      return failure(r ? make_error_code(errc::closed) : r.error());
+    }
+    done += static_cast<std::size_t>(*r);
+  }
+  return {};
+}
+
+Result<void> TcpStream::write_all(std::span<const std::byte> buf, Timeout timeout) {
+  if (fd_ < 0 || write_poisoned_) return failure(errc::closed);
+  if (buf.empty()) return {};
+  return send_all(buf.data(), buf.size(), detail::read_write_deadline(timeout));
+}
+
+Result<void> TcpStream::write_all(std::string_view buf, Timeout timeout) {
+  return write_all(std::as_bytes(std::span(buf.data(), buf.size())), timeout);
+}
+
+Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
+  if (fd_ < 0 || write_poisoned_) return failure(errc::closed);
+  std::size_t index = 0;   // the first buffer not fully sent
+  std::size_t offset = 0;  // bytes of bufs[index] already sent
+  auto skip_empty = [&] {
+    while (index < bufs.size() && offset == bufs[index].iov_len) {
+      ++index;
+      offset = 0;
+    }
+  };
+  skip_empty();
+  if (index == bufs.size()) return {};
+  if (bufs.size() - index == 1) {
+    return send_all(static_cast<const std::byte*>(bufs[index].iov_base) + offset,
+                    bufs[index].iov_len - offset, detail::read_write_deadline(timeout));
+  }
+  const Deadline deadline = detail::read_write_deadline(timeout);
+  const int fd = fd_;
+  std::array<iovec, kIovBatch> scratch;
+  while (index < bufs.size()) {
+    std::size_t count = 0;
+    for (std::size_t i = index; i < bufs.size() && count < kIovBatch; ++i) {
+      const std::size_t skip = i == index ? offset : 0;
+      if (bufs[i].iov_len == skip) continue;
+      scratch[count++] = iovec{static_cast<char*>(bufs[i].iov_base) + skip, bufs[i].iov_len - skip};
+    }
+    msghdr msg{};
+    msg.msg_iov = scratch.data();
+    msg.msg_iovlen = count;
+    auto prepare = [&](io_uring_sqe* sqe) noexcept {
+      io_uring_prep_sendmsg(sqe, fd, &msg, MSG_NOSIGNAL);
+    };
+    auto r = detail::ring_op(prepare, deadline);
+    if (!r || *r == 0) {
+      write_poisoned_ = true;
+      return failure(r ? make_error_code(errc::closed) : r.error());
+    }
+    // Advance past the bytes sent.
+    auto sent = static_cast<std::size_t>(*r);
+    while (sent > 0) {
+      const std::size_t left = bufs[index].iov_len - offset;
+      if (sent < left) {
+        offset += sent;
+        break;
+      }
+      sent -= left;
+      ++index;
+      offset = 0;
+      skip_empty();
+    }
+    skip_empty();
+  }
+  return {};
+}
+
+Result<void> TcpStream::shutdown(Shutdown how) noexcept {
+  if (fd_ < 0) return failure(errc::closed);
+  if (::shutdown(fd_, static_cast<int>(how)) != 0) return errno_failure(errno);
+  return {};
+}
+
+Result<SocketAddress> TcpStream::local_addr() const {
+  if (fd_ < 0) return failure(errc::closed);
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return errno_failure(errno);
+  auto a = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
+  if (!a) return errno_failure(EAFNOSUPPORT);
+  return *a;
+}
+
+Result<SocketAddress> TcpStream::peer_addr() const {
+  if (fd_ < 0) return failure(errc::closed);
+  return peer_;
+}
+
+Result<void> TcpStream::set_nodelay(bool on) noexcept {
+  if (fd_ < 0) return failure(errc::closed);
+  const int v = on ? 1 : 0;
+  if (::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) != 0) return errno_failure(errno);
+  return {};
+}
+
+}  // namespace spindle::net

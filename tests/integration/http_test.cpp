@@ -1,0 +1,221 @@
+// spindle-http driven by real clients: curl (keep-alive, limits, garbage)
+// and a short bounded wrk run, plus raw sockets for pipelining and stops.
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "process.hpp"
+#include "skip.hpp"
+
+using spindle::test::Client;
+using spindle::test::count_of;
+using spindle::test::Ms;
+using spindle::test::run_program;
+using spindle::test::Server;
+
+namespace {
+
+const std::string kHttp = SPINDLE_HTTP_BIN;
+const std::string kGet = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+
+void need(const char* program) {
+  if (!spindle::test::have_program(program)) SPINDLE_SKIP("%s is not installed", program);
+}
+
+// A file of `size` bytes for curl to send; removed with the object.
+struct TempFile {
+  std::string path;
+  TempFile(const std::string& contents) {
+    char name[] = "/tmp/spindle-http-test-XXXXXX";
+    const int fd = ::mkstemp(name);
+    REQUIRE(fd >= 0);
+    ::close(fd);
+    path = name;
+    std::ofstream(path, std::ios::binary) << contents;
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("curl: GET / and keep-alive", "[integration][http]") {
+  need("curl");
+  Server server(kHttp);
+  auto r = run_program({"curl", "-sv", "--http1.1", "--max-time", "10", server.url("/"),
+                        server.url("/?q=1"), server.url("/missing")},
+                       Ms(20'000));
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "Hello, World!Hello, World!Not Found\n");
+  CHECK(count_of(r.err, "< HTTP/1.1 200 OK") == 2);
+  CHECK(count_of(r.err, "< HTTP/1.1 404 Not Found") == 1);
+  CHECK(count_of(r.err, "Re-using existing connection") == 2);  // one connection for all three
+  CHECK(count_of(r.err, "< Content-Length: 13") == 2);
+
+  auto head = run_program({"curl", "-s", "-I", "--max-time", "10", server.url("/")}, Ms(20'000));
+  REQUIRE(head.code == 0);
+  CHECK_THAT(head.out, Catch::Contains("HTTP/1.1 200 OK"));
+  auto post = run_program({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                           "10", "-d", "x=1", server.url("/")},
+                          Ms(20'000));
+  CHECK(post.out == "405");
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl: a 2 MiB body is answered 413 and a huge header 431", "[integration][http]") {
+  need("curl");
+  Server server(kHttp);
+  TempFile body(std::string(2 << 20, 'b'));
+  auto big = run_program({"curl", "-s", "--http1.1", "-o", "/dev/null", "-w", "%{http_code}",
+                          "--max-time", "20", "--data-binary", "@" + body.path, server.url("/")},
+                         Ms(30'000));
+  CHECK(big.code == 0);
+  CHECK(big.out == "413");
+  // Without Expect: 100-continue the body is already on its way.
+  auto sent =
+      run_program({"curl", "-s", "--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                   "20", "-H", "Expect:", "--data-binary", "@" + body.path, server.url("/")},
+                  Ms(30'000));
+  CHECK(sent.out == "413");
+  TempFile small(std::string(1000, 's'));
+  auto fine =
+      run_program({"curl", "-s", "--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                   "20", "--data-binary", "@" + small.path, server.url("/nope")},
+                  Ms(30'000));
+  CHECK(fine.out == "404");  // a body within the limit is read and the request answered
+  auto header =
+      run_program({"curl", "-s", "--http1.1", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                   "20", "-H", "X-Big: " + std::string(9000, 'h'), server.url("/")},
+                  Ms(30'000));
+  CHECK(header.out == "431");
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl: garbage is answered 400 and the connection closed", "[integration][http]") {
+  need("curl");
+  Server server(kHttp);
+  TempFile garbage("this is not HTTP\r\n\r\n");
+  // curl's telnet:// sends its stdin as is and prints what comes back until
+  // the server closes.
+  auto r = run_program(
+      {"curl", "-s", "--max-time", "10", "telnet://127.0.0.1:" + std::to_string(server.port())},
+      Ms(20'000), garbage.path);
+  CHECK(r.code == 0);  // the server closed the connection (no curl timeout)
+  CHECK_THAT(r.out, Catch::StartsWith("HTTP/1.1 400 Bad Request\r\n"));
+  CHECK_THAT(r.out, Catch::Contains("Connection: close\r\n"));
+  // Only that connection was closed: the server still answers.
+  Client after(server.port());
+  REQUIRE(after.send_all(kGet));
+  CHECK(count_of(after.recv_until("Hello, World!", 1), "Hello, World!") == 1);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl: pipelined HTTP/1.1 requests are answered in order", "[integration][http]") {
+  need("curl");
+  Server server(kHttp);
+  // curl dropped HTTP pipelining (7.65); its telnet:// mode sends the whole
+  // batch at once on one connection and prints every byte of the answers.
+  std::string batch;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 12; ++i) {
+    const bool missing = i % 4 == 3;
+    batch += std::string("GET ") + (missing ? "/missing" : "/") + " HTTP/1.1\r\nHost: t\r\n";
+    if (i == 11) batch += "Connection: close\r\n";  // the server closes after the last
+    batch += "\r\n";
+    expected.push_back(missing ? "HTTP/1.1 404 Not Found" : "HTTP/1.1 200 OK");
+  }
+  TempFile requests(batch);
+  auto r = run_program(
+      {"curl", "-s", "--max-time", "10", "telnet://127.0.0.1:" + std::to_string(server.port())},
+      Ms(20'000), requests.path);
+  CHECK(r.code == 0);  // the server closed after the last answer (no curl timeout)
+  std::vector<std::string> statuses;
+  for (std::size_t p = r.out.find("HTTP/1.1 "); p != std::string::npos;
+       p = r.out.find("HTTP/1.1 ", p + 1))
+    statuses.push_back(r.out.substr(p, r.out.find("\r\n", p) - p));
+  CHECK(statuses == expected);
+  CHECK(count_of(r.out, "Hello, World!") == 9);
+  CHECK(count_of(r.out, "Connection: close") == 1);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("raw pipelined requests are all answered in order", "[integration][http]") {
+  Server server(kHttp);
+  Client c(server.port());
+  std::string batch;
+  for (int i = 0; i < 20; ++i) batch += i % 5 == 4 ? "GET /x HTTP/1.1\r\nHost: t\r\n\r\n" : kGet;
+  REQUIRE(c.send_all(batch));
+  const std::string got = c.recv_until("\r\n\r\n", 20);
+  CHECK(count_of(got, "HTTP/1.1 200 OK") == 16);
+  CHECK(count_of(got, "HTTP/1.1 404 Not Found") == 4);
+  CHECK(got.find("HTTP/1.1 404") > got.find("HTTP/1.1 200"));
+  // HTTP/1.0 without keep-alive: one answer, then the server closes.
+  Client old(server.port());
+  REQUIRE(old.send_all("GET / HTTP/1.0\r\n\r\n"));
+  bool eof = false;
+  const std::string one = old.recv_all(&eof);
+  CHECK(eof);
+  CHECK(count_of(one, "Hello, World!") == 1);
+  CHECK_THAT(one, Catch::Contains("Connection: close"));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("idle connections are closed after --idle-timeout", "[integration][http]") {
+  Server server(kHttp, {"--idle-timeout", "0.2"});
+  Client c(server.port());
+  REQUIRE(c.send_all(kGet));
+  CHECK(count_of(c.recv_until("Hello, World!", 1), "Hello, World!") == 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool eof = false;
+  CHECK(c.recv_all(&eof).empty());
+  CHECK(eof);
+  CHECK(std::chrono::steady_clock::now() - t0 >= Ms(150));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("SIGTERM lets the responses in flight finish then exits 0", "[integration][http]") {
+  Server server(kHttp);
+  // Both connections are served before the signal (one still waiting in the
+  // listen backlog would be reset when the listener closes).
+  Client idle(server.port());
+  Client busy(server.port());
+  for (Client* c : {&idle, &busy}) {
+    REQUIRE(c->send_all(kGet));
+    REQUIRE(count_of(c->recv_until("Hello, World!", 1), "Hello, World!") == 1);
+  }
+  std::string batch;
+  for (int i = 0; i < 200; ++i) batch += kGet;
+  REQUIRE(busy.send_all(batch));
+  server.process().signal(SIGTERM);
+  bool eof = false;
+  const std::string got = busy.recv_all(&eof);
+  CHECK(eof);
+  CHECK(count_of(got, "Hello, World!") == 200);
+  CHECK(count_of(got, "Connection: close") <= 1);
+  CHECK(idle.recv_all(&eof).empty());
+  CHECK(eof);
+  CHECK(server.process().wait(Ms(15'000)) == 0);
+}
+
+TEST_CASE("spindle-http exits non-zero with a clear message when the port is taken",
+          "[integration][http]") {
+  Server first(kHttp);
+  const auto second =
+      run_program({kHttp, "--listen", "127.0.0.1:" + std::to_string(first.port())}, Ms(10'000));
+  REQUIRE(second.code.has_value());
+  CHECK(*second.code != 0);
+  CHECK_THAT(second.err, Catch::Contains("Address already in use"));
+  CHECK(first.stop(SIGINT) == 0);
+}
+
+TEST_CASE("wrk -t1 -c64 -d3s completes with no socket errors", "[integration][http]") {
+  need("wrk");
+  Server server(kHttp);
+  auto r = run_program({"wrk", "-t1", "-c64", "-d3s", server.url("/")}, Ms(60'000));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("requests in"));
+  CHECK(r.out.find("Socket errors") == std::string::npos);
+  CHECK(r.out.find("Non-2xx") == std::string::npos);
+  CHECK(server.stop() == 0);
+}
