@@ -41,6 +41,8 @@ class IdleSet {
   }
 
   std::uint64_t idle_mask() const noexcept { return idle_.load(std::memory_order_seq_cst); }
+  // A hint without ordering: may miss a worker that is just parking.
+  std::uint64_t idle_mask_relaxed() const noexcept { return idle_.load(std::memory_order_relaxed); }
 
   // At most half of the workers search at once (2 * searching < workers).
   bool try_begin_search() noexcept {

@@ -235,6 +235,14 @@ const Config& current_config() {
   return s->config;
 }
 
+namespace detail {
+Fiber& current_spawner() {
+  Fiber* f = current_fiber();
+  if (!f) throw std::logic_error("spindle::spawn() called outside a fiber");
+  return *f;
+}
+}  // namespace detail
+
 Context this_fiber::context() {
   detail::Fiber* f = detail::current_fiber();
   if (!f) throw std::logic_error("spindle::this_fiber::context() called outside a fiber");

@@ -106,7 +106,7 @@ std::uint64_t Worker::allocate_id() noexcept {
   return id_next_++;
 }
 
-void Worker::push_ready(Fiber* f) noexcept {
+void Worker::push_ready(Fiber* f, bool is_new) noexcept {
   if (f->pinned) {
     SPINDLE_DCHECK(f->pinned == this);
     pinned_ready_.push(f);
@@ -117,7 +117,12 @@ void Worker::push_ready(Fiber* f) noexcept {
     for (std::size_t i = 0; i + 1 < n; ++i) items[i]->next = items[i + 1];
     scheduler_.global.push_chain(items[0], items[n - 1], n);
   });
-  if (run_queue_.is_stealable()) scheduler_.notify_parked();
+  if (!run_queue_.is_stealable()) return;
+  // New work must reach a parked worker (the fenced handshake). Requeued work
+  // was already counted when it first became ready: a parked worker is woken
+  // only if one is seen without a fence. Missing it costs parallelism, never
+  // progress, since this worker runs the fiber.
+  if (is_new || scheduler_.idle.idle_mask_relaxed() != 0) scheduler_.notify_parked();
 }
 
 void Worker::push_woken(Fiber* f) noexcept {
@@ -184,7 +189,7 @@ void Worker::resume_one(Fiber* f) noexcept {
   auto& s = *static_cast<Suspend*>(data);
   switch (s.kind) {
     case Suspend::Kind::kYield:
-      push_ready(f);
+      push_ready(f, false);
       break;
     case Suspend::Kind::kPark:
       after_park(f, s);
@@ -262,9 +267,10 @@ Fiber* Worker::take_global() noexcept {
   while (rest) {
     Fiber* next = rest->next;
     rest->next = nullptr;
-    push_ready(rest);
+    push_ready(rest, false);
     rest = next;
   }
+  if (run_queue_.is_stealable()) scheduler_.notify_parked();  // once for the batch
   return first;
 }
 
@@ -274,7 +280,7 @@ Fiber* Worker::next_fiber() noexcept {
       ++next_runs_;
       return std::exchange(next_, nullptr);
     }
-    push_ready(std::exchange(next_, nullptr));
+    push_ready(std::exchange(next_, nullptr), false);
   }
   next_runs_ = 0;
   if (--global_countdown_ == 0) {
@@ -321,9 +327,21 @@ Fiber* Worker::search() noexcept {
   if (!f) f = take_global();
   searching_ = false;
   const bool last = scheduler_.idle.end_search();
-  // The last searcher to find work passes the search on: there may be more.
-  if (f && last) scheduler_.notify_parked();
+  // The last searcher to find work passes the search on if there is more
+  // (and only then: a lone wake must not pay for a second worker's wake-up).
+  if (f && last && more_work_to_find()) scheduler_.notify_parked();
   return f;
+}
+
+bool Worker::more_work_to_find() const noexcept {
+  // seq_cst after end_search(): a pusher that saw this worker still searching
+  // (and so woke nobody) published its work before that; it is seen here.
+  full_fence();
+  if (!run_queue_.empty() || !scheduler_.global.empty()) return true;
+  for (Worker* w : scheduler_.workers) {
+    if (w != this && w->run_queue().is_stealable()) return true;
+  }
+  return false;
 }
 
 void Worker::apply_mail() noexcept {

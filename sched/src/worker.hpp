@@ -91,8 +91,10 @@ class Worker {
   void run_dedicated(Fiber* root);
 
   // Makes `f` ready on this worker: the run queue for an ordinary fiber, the
-  // private pinned list for one pinned here.
-  void push_ready(Fiber* f) noexcept;
+  // private pinned list for one pinned here. `is_new` is false for a fiber
+  // requeued by this worker (a yield, a batch from the global queue), which
+  // other workers need not be told about as urgently.
+  void push_ready(Fiber* f, bool is_new = true) noexcept;
   // Makes `f` ready for a wake: into the next-fiber slot when the wake comes
   // from a fiber running here (or its exit), so a fiber handing work to a
   // parked one is followed by it while both stacks are hot; push_ready()
@@ -139,6 +141,7 @@ class Worker {
   Fiber* next_fiber() noexcept;
   Fiber* take_global() noexcept;
   Fiber* search() noexcept;
+  bool more_work_to_find() const noexcept;
   void service() noexcept;
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;

@@ -15,6 +15,26 @@ namespace spindle {
 template <class F>
 using SpawnResult = std::remove_cvref_t<std::invoke_result_t<std::decay_t<F>&&>>;
 
+namespace detail {
+
+// Spawns `fn` as a fiber under `node` of `scheduler` (Context::spawn and the
+// free spawn()).
+template <class F>
+JoinHandle<SpawnResult<F>> spawn_under(Scheduler& scheduler, Node& node, Placement placement,
+                                       std::string_view name, F&& fn) {
+  using T = SpawnResult<F>;
+  auto* fiber = new FiberImpl<std::decay_t<F>, T>(scheduler, std::forward<F>(fn));
+  fiber->ref();  // the handle's reference; launch() takes the creation one
+  launch(fiber, node, placement, name);
+  return JoinHandle<T>(fiber, fiber);
+}
+
+// The running fiber, for spawning its children without taking a reference
+// on it (it cannot end while it runs). Throws std::logic_error outside a fiber.
+Fiber& current_spawner();
+
+}  // namespace detail
+
 // A node of the supervision tree, as a copyable, thread-safe handle. A fiber
 // spawned through a Context becomes that node's child: when the node's task
 // ends or is aborted, the child is aborted too. this_fiber::context() is the
@@ -74,11 +94,7 @@ class Context {
   template <class F>
   JoinHandle<SpawnResult<F>> spawn_as(detail::Placement placement, std::string_view name,
                                       F&& fn) const {
-    using T = SpawnResult<F>;
-    auto* fiber = new detail::FiberImpl<std::decay_t<F>, T>(*scheduler_, std::forward<F>(fn));
-    fiber->ref();  // the handle's reference; launch() takes the creation one
-    detail::launch(fiber, *node_, placement, name);
-    return JoinHandle<T>(fiber, fiber);
+    return detail::spawn_under(*scheduler_, *node_, placement, name, std::forward<F>(fn));
   }
 
   detail::Scheduler* scheduler_;
@@ -93,11 +109,15 @@ Context context();
 // this_fiber::context().spawn(...): a child of the running fiber.
 template <class F>
 JoinHandle<SpawnResult<F>> spawn(F&& fn) {
-  return this_fiber::context().spawn(std::forward<F>(fn));
+  detail::Fiber& self = detail::current_spawner();
+  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, {},
+                             std::forward<F>(fn));
 }
 template <class F>
 JoinHandle<SpawnResult<F>> spawn(std::string_view name, F&& fn) {
-  return this_fiber::context().spawn(name, std::forward<F>(fn));
+  detail::Fiber& self = detail::current_spawner();
+  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, name,
+                             std::forward<F>(fn));
 }
 template <class F>
 JoinHandle<SpawnResult<F>> spawn_dedicated(F&& fn, std::string_view name = {}) {
