@@ -22,3 +22,8 @@
 #include "spindle/sched/semaphore.hpp"
 #include "spindle/sched/this_fiber.hpp"
 #include "spindle/sched/wait_group.hpp"
+#include "spindle/storage/blob.hpp"
+#include "spindle/storage/crc32c.hpp"
+#include "spindle/storage/header.hpp"
+#include "spindle/storage/partition.hpp"
+#include "spindle/storage/storage.hpp"

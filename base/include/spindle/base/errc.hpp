@@ -14,6 +14,11 @@ enum class errc : int {
   exited,            // the joined task ended by throwing (catch_exceptions = true)
   blob_corrupt,      // a blob's header or contents failed validation
   version_mismatch,  // a blob's version is outside the accepted range
+  blob_missing,         // storage: the blob to remove does not exist
+  partition_missing,    // storage: the partition does not exist
+  partition_invalid,    // storage: a partition name outside [A-Za-z0-9_-]+
+  partition_corrupt,    // storage: a partition holds an entry that is not a blob
+  insufficient_length,  // storage: a read reaches past the end of the blob
 };
 
 namespace detail {
@@ -29,6 +34,11 @@ class ErrcCategory final : public std::error_category {
       case errc::exited: return "task exited with an exception";
       case errc::blob_corrupt: return "blob corrupt";
       case errc::version_mismatch: return "blob version mismatch";
+      case errc::blob_missing: return "blob missing";
+      case errc::partition_missing: return "partition missing";
+      case errc::partition_invalid: return "partition name invalid";
+      case errc::partition_corrupt: return "partition corrupt";
+      case errc::insufficient_length: return "read past the end of the blob";
     }
     return "unknown spindle error";
   }

@@ -1,0 +1,437 @@
+// The log: encoding, replay with torn-tail truncation, group commit, and
+// compaction. See log.hpp for the format.
+#include "log.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <spindle/sched/context.hpp>
+#include <spindle/sched/this_fiber.hpp>
+#include <spindle/storage/crc32c.hpp>
+#include <vector>
+
+namespace kv {
+namespace {
+
+using spindle::Result;
+using spindle::storage::Blob;
+using spindle::storage::Storage;
+
+constexpr std::string_view kPartition = "kv";
+constexpr std::size_t kRecordHeader = 8;
+constexpr std::size_t kReplayChunk = 4 << 20;
+constexpr std::size_t kCompactChunk = 4 << 20;
+
+void put32(std::string& out, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    out[at + static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
+}
+void append32(std::string& out, std::uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out.append(b, 4);
+}
+void append64(std::string& out, std::uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out.append(b, 8);
+}
+std::uint32_t get32(std::string_view s, std::size_t at) {
+  std::uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= std::uint32_t{static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)])} << (8 * i);
+  return v;
+}
+std::uint64_t get64(std::string_view s, std::size_t at) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i)
+    v |= std::uint64_t{static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)])} << (8 * i);
+  return v;
+}
+
+// Appends one record: op, then (optionally) expire_at, (optionally) the
+// length of `a`, then `a` and `b`.
+void encode(std::string& out, char op, std::string_view a, std::string_view b, UnixMs at,
+            bool with_at, bool with_klen) {
+  const std::size_t start = out.size();
+  out.append(kRecordHeader, '\0');
+  out += op;
+  if (with_at) append64(out, static_cast<std::uint64_t>(at));
+  if (with_klen) append32(out, static_cast<std::uint32_t>(a.size()));
+  out += a;
+  out += b;
+  const std::string_view payload = std::string_view(out).substr(start + kRecordHeader);
+  put32(out, start, static_cast<std::uint32_t>(payload.size()));
+  put32(out, start + 4, spindle::storage::crc32c(payload));
+}
+
+std::string blob_name(std::uint64_t gen) { return "log." + std::to_string(gen); }
+
+std::optional<std::uint64_t> generation_of(std::string_view name) {
+  if (!name.starts_with("log.")) return std::nullopt;
+  name.remove_prefix(4);
+  std::uint64_t gen = 0;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), gen);
+  if (ec != std::errc() || p != name.data() + name.size() || name.empty()) return std::nullopt;
+  return gen;
+}
+
+struct Replayed {
+  bool complete = false;       // the snapshot's end ('Z') was seen
+  std::uint64_t good_end = 0;  // the end of the last valid record
+  std::uint64_t records = 0;
+  // The offset of an intact record (its checksum holds) that makes no sense here.
+  std::optional<std::uint64_t> bad_record;
+};
+
+// Applies one record's payload to `db`. False if it makes no sense here.
+bool apply(std::string_view p, Db& db, UnixMs now, bool& begun, bool& complete) {
+  if (p.empty()) return false;
+  const char op = p[0];
+  p.remove_prefix(1);
+  if (!begun) {
+    if (op != 'B' || !p.empty()) return false;
+    begun = true;
+    return true;
+  }
+  switch (op) {
+    case 'Z':
+      if (complete || !p.empty()) return false;
+      complete = true;
+      return true;
+    case 'S': {
+      if (p.size() < 12) return false;
+      const auto at = static_cast<UnixMs>(get64(p, 0));
+      const std::uint32_t klen = get32(p, 8);
+      if (p.size() - 12 < klen) return false;
+      const std::string_view key = p.substr(12, klen);
+      if (at != 0 && at <= now) {
+        db.erase(key);
+      } else {
+        db.set(key, p.substr(12 + klen), at);
+      }
+      return true;
+    }
+    case 'D':
+      db.erase(p);
+      return true;
+    case 'E': {
+      if (p.size() < 8) return false;
+      const auto at = static_cast<UnixMs>(get64(p, 0));
+      const std::string_view key = p.substr(8);
+      if (Entry* e = db.find(key, now)) {
+        if (at != 0 && at <= now) {
+          db.erase(key);
+        } else {
+          db.set_expire(key, *e, at);
+        }
+      }
+      return true;
+    }
+    case 'F':
+      if (!p.empty()) return false;
+      db.clear();
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Replays `blob` (of data length `len`) into `db` up to the first record that
+// is cut short or fails its checksum (a torn tail), or that is intact but
+// makes no sense (corruption that must not be cut away quietly: bad_record).
+Result<Replayed> replay(const Blob& blob, std::uint64_t len, Db& db) {
+  Replayed out;
+  const UnixMs now = now_ms();
+  bool begun = false;
+  std::string buf;  // bytes [base, base + buf.size()) of the log
+  std::uint64_t base = 0;
+  std::size_t pos = 0;  // the next record, within buf
+  // Makes buf hold at least `want` bytes from pos; false at the log's end.
+  auto have = [&](std::size_t want) -> Result<bool> {
+    while (buf.size() - pos < want) {
+      const std::uint64_t next = base + buf.size();
+      if (next >= len) return false;
+      if (pos > 0) {
+        buf.erase(0, pos);
+        base += pos;
+        pos = 0;
+      }
+      const std::size_t n = static_cast<std::size_t>(
+          std::min<std::uint64_t>(std::max(kReplayChunk, want - (buf.size() - pos)), len - next));
+      const std::size_t old = buf.size();
+      buf.resize(old + n);
+      if (auto r = blob.read_at(next, std::span(buf.data() + old, n)); !r)
+        return spindle::failure(r.error());
+    }
+    return true;
+  };
+  std::lock_guard<spindle::Mutex> lock(db.mutex());
+  for (;;) {
+    auto h = have(kRecordHeader);
+    if (!h) return spindle::failure(h.error());
+    if (!*h) break;
+    const std::uint32_t size = get32(buf, pos);
+    const std::uint32_t crc = get32(buf, pos + 4);
+    if (size == 0 || size > len - (base + pos + kRecordHeader)) break;
+    auto b = have(kRecordHeader + size);
+    if (!b) return spindle::failure(b.error());
+    if (!*b) break;
+    const std::string_view payload = std::string_view(buf).substr(pos + kRecordHeader, size);
+    if (spindle::storage::crc32c(payload) != crc) break;
+    if (!apply(payload, db, now, begun, out.complete)) {
+      out.bad_record = base + pos;
+      break;
+    }
+    pos += kRecordHeader + size;
+    out.good_end = base + pos;
+    ++out.records;
+  }
+  return out;
+}
+
+}  // namespace
+
+Log::~Log() = default;
+
+void Log::fatal(std::string_view what, std::error_code ec) {
+  fmt::print(stderr, "spindle-kv: fatal: the log {} failed: {}; exiting without acknowledging\n",
+             what, ec.message());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& db, bool compact) {
+  std::unique_ptr<Log> log(new Log(storage, policy));
+  std::vector<std::uint64_t> gens;
+  if (auto names = storage.scan(kPartition); names) {
+    for (const auto& n : *names) {
+      if (auto g = generation_of(n)) {
+        gens.push_back(*g);
+      } else {
+        fmt::print(stderr, "spindle-kv: ignoring blob '{}' in partition {}\n", n, kPartition);
+      }
+    }
+  } else if (names.error() != spindle::errc::partition_missing) {
+    return spindle::failure(names.error());
+  }
+  std::sort(gens.rbegin(), gens.rend());
+
+  bool found = false;
+  for (std::uint64_t gen : gens) {
+    const std::string name = blob_name(gen);
+    if (found) {
+      // An older generation left by a compaction that crashed before removing it.
+      fmt::print(stderr, "spindle-kv: removing superseded {}\n", name);
+      if (auto r = storage.remove(kPartition, name); !r) return spindle::failure(r.error());
+      continue;
+    }
+    auto o = storage.open(kPartition, name);
+    if (!o) return spindle::failure(o.error());
+    auto r = replay(o->blob, o->len, db);
+    if (!r) return spindle::failure(r.error());
+    if (r->bad_record || (!r->complete && r->records > 1 && gen == gens.back())) {
+      // Not a torn tail and not an unfinished compaction with an older
+      // generation to fall back on: cutting it would lose acknowledged data.
+      fmt::print(stderr,
+                 "spindle-kv: {} is corrupt: {} at offset {}; refusing to start (remove "
+                 "or repair it by hand)\n",
+                 name, r->bad_record ? "an intact record that makes no sense" : "no snapshot end",
+                 r->bad_record.value_or(r->good_end));
+      return spindle::failure(spindle::errc::blob_corrupt);
+    }
+    if (!r->complete) {
+      fmt::print(stderr, "spindle-kv: {} is an unfinished compaction or creation; removing it\n",
+                 name);
+      {
+        std::lock_guard<spindle::Mutex> lock(db.mutex());
+        db.clear();
+      }
+      o->blob = Blob();
+      if (auto rm = storage.remove(kPartition, name); !rm) return spindle::failure(rm.error());
+      continue;
+    }
+    if (r->good_end < o->len) {
+      fmt::print(stderr,
+                 "spindle-kv: warning: {} has a torn tail: cutting {} bytes at offset {} "
+                 "({} records kept)\n",
+                 name, o->len - r->good_end, r->good_end, r->records);
+      if (auto t = o->blob.resize(r->good_end); !t) return spindle::failure(t.error());
+      if (auto s = o->blob.sync(); !s) return spindle::failure(s.error());
+    }
+    log->blob_ = o->blob;
+    log->end_ = r->good_end;
+    log->generation_ = gen;
+    found = true;
+  }
+
+  if (!found) {
+    const std::uint64_t gen = gens.empty() ? 1 : gens.front() + 1;
+    auto o = storage.open(kPartition, blob_name(gen));
+    if (!o) return spindle::failure(o.error());
+    if (o->len != 0) {
+      if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
+    }
+    std::string init;
+    encode(init, 'B', {}, {}, 0, false, false);
+    encode(init, 'Z', {}, {}, 0, false, false);
+    if (auto w = o->blob.write_at(0, init, {.sync = true}); !w) return spindle::failure(w.error());
+    log->blob_ = o->blob;
+    log->end_ = init.size();
+    log->generation_ = gen;
+  }
+
+  if (compact) {
+    const std::uint64_t gen = log->generation_ + 1;
+    const std::string old_name = blob_name(log->generation_), name = blob_name(gen);
+    auto o = storage.open(kPartition, name);
+    if (!o) return spindle::failure(o.error());
+    if (o->len != 0) {
+      if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
+    }
+    // The snapshot is encoded at start-up, before any client: in memory, then
+    // written in pieces so that no single SQE is huge.
+    std::string all;
+    std::uint64_t keys = 0;
+    encode(all, 'B', {}, {}, 0, false, false);
+    {
+      std::lock_guard<spindle::Mutex> lock(db.mutex());
+      db.for_each(now_ms(), [&](const std::string& k, const Entry& e) {
+        encode(all, 'S', k, e.value, e.expire_at, true, true);
+        ++keys;
+      });
+    }
+    encode(all, 'Z', {}, {}, 0, false, false);
+    std::uint64_t at = 0;
+    while (at < all.size()) {
+      const std::size_t n = std::min<std::size_t>(kCompactChunk, all.size() - at);
+      if (auto w = o->blob.write_at(at, std::string_view(all).substr(at, n)); !w)
+        return spindle::failure(w.error());
+      at += n;
+    }
+    if (auto s = o->blob.sync(); !s) return spindle::failure(s.error());
+    // The new generation is complete and durable: the old one may go.
+    log->blob_ = Blob();
+    if (auto rm = storage.remove(kPartition, old_name); !rm) return spindle::failure(rm.error());
+    fmt::print(stderr, "spindle-kv: compacted {} ({} bytes) into {} ({} bytes, {} keys)\n",
+               old_name, log->end_, name, at, keys);
+    log->blob_ = o->blob;
+    log->end_ = at;
+    log->generation_ = gen;
+  }
+  return log;
+}
+
+void Log::start() {
+  committer_ = spindle::spawn("kv-committer", [this] { committer(); });
+  if (policy_ == FsyncPolicy::kEverysec)
+    syncer_ = spindle::spawn("kv-syncer", [this] { syncer(); });
+}
+
+std::uint64_t Log::append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
+                                 bool with_at, bool with_klen) {
+  std::lock_guard<spindle::Mutex> lock(mutex_);
+  const bool was_empty = pending_.empty();
+  encode(pending_, op, a, b, at, with_at, with_klen);
+  const std::uint64_t seq = ++appended_;
+  appended_mirror_.store(seq, std::memory_order_release);
+  if (was_empty) work_.notify_one();
+  return seq;
+}
+
+std::uint64_t Log::append_set(std::string_view key, std::string_view value, UnixMs expire_at) {
+  return append_locked('S', key, value, expire_at, true, true);
+}
+std::uint64_t Log::append_del(std::string_view key) {
+  return append_locked('D', key, {}, 0, false, false);
+}
+std::uint64_t Log::append_expire(std::string_view key, UnixMs expire_at) {
+  return append_locked('E', key, {}, expire_at, true, false);
+}
+std::uint64_t Log::append_flush() { return append_locked('F', {}, {}, 0, false, false); }
+
+spindle::Result<void> Log::wait(std::uint64_t seq) {
+  std::unique_lock<spindle::Mutex> lock(mutex_);
+  const bool synced = policy_ == FsyncPolicy::kAlways;
+  return done_.wait(lock, [&] { return (synced ? synced_ : written_) >= seq; });
+}
+
+void Log::committer() {
+  std::string batch;
+  for (;;) {
+    std::uint64_t upto;
+    {
+      std::unique_lock<spindle::Mutex> lock(mutex_);
+      if (!work_.wait(lock, [&] { return !pending_.empty() || stopping_; })) return;  // aborted
+      if (pending_.empty()) return;  // stopping, and nothing left
+      batch.clear();
+      batch.swap(pending_);  // the next round appends into the old buffer
+      upto = appended_;
+    }
+    // Never cancelled: an abort at shutdown lets the write finish. With
+    // kAlways it is a sync write (RWF_DSYNC): one ring operation for the data
+    // and its durability.
+    const bool sync = policy_ == FsyncPolicy::kAlways;
+    if (auto w = blob_.write_at(end_, batch, {.sync = sync}); !w) fatal("write", w.error());
+    end_ += batch.size();
+    {
+      std::lock_guard<spindle::Mutex> lock(mutex_);
+      written_ = upto;
+      if (sync) synced_ = upto;
+    }
+    done_.notify_all();
+  }
+}
+
+void Log::syncer() {
+  using namespace std::chrono_literals;
+  for (;;) {
+    if (!spindle::this_fiber::sleep_for(1s)) return;  // aborted
+    std::uint64_t target;
+    {
+      std::lock_guard<spindle::Mutex> lock(mutex_);
+      target = written_;
+      if (synced_ >= target) continue;
+    }
+    if (auto s = blob_.sync(); !s) fatal("sync", s.error());
+    std::lock_guard<spindle::Mutex> lock(mutex_);
+    synced_ = std::max(synced_, target);
+  }
+}
+
+spindle::Result<void> Log::close() {
+  {
+    std::lock_guard<spindle::Mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  if (committer_.valid()) (void)committer_.join();
+  if (syncer_.valid()) {
+    syncer_.abort();
+    (void)syncer_.join();
+  }
+  std::string rest;
+  std::uint64_t upto;
+  {
+    std::lock_guard<spindle::Mutex> lock(mutex_);
+    rest.swap(pending_);
+    upto = appended_;
+  }
+  if (!rest.empty()) {
+    if (auto w = blob_.write_at(end_, rest); !w) return w;
+    end_ += rest.size();
+  }
+  if (auto s = blob_.sync(); !s) return s;
+  {
+    std::lock_guard<spindle::Mutex> lock(mutex_);
+    written_ = synced_ = upto;
+  }
+  done_.notify_all();
+  return {};
+}
+
+}  // namespace kv

@@ -1,0 +1,108 @@
+// Log: spindle-kv's durability. Every change to the keyspace is appended to a
+// log blob in storage/ (partition "kv", blob "log.<generation>"), and a
+// committer fiber writes what accumulated since its last round in one write,
+// with --fsync always a sync write (RWF_DSYNC): a group commit that covers
+// every change that arrived meanwhile. Replies wait for it (see wait()).
+//
+// Record: u32 payload length, u32 CRC-32C of the payload (both little
+// endian), then the payload, whose first byte says what it is:
+//   'S' u64 expire_at, u32 key length, key, value    SET (expire_at 0: none)
+//   'D' key                                          DEL
+//   'E' u64 expire_at, key                           EXPIRE of an existing key
+//   'F'                                              FLUSHALL
+//   'B' / 'Z'                                        snapshot begin / end
+// A log starts with a snapshot (empty for a new log; every live key for a
+// compacted one) between 'B' and 'Z'. A log whose 'Z' is missing is a
+// compaction (or a creation) that did not finish: it is removed and the
+// previous generation used; if there is none and it holds more than a 'B',
+// it is corrupt. On start the newest complete log is replayed; a torn tail (a
+// record cut short or failing its checksum: a crash in the middle of a write)
+// is cut off with a warning. An intact record that makes no sense is
+// corruption: the start fails loudly and the log is left as it is.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <spindle/sched/condvar.hpp>
+#include <spindle/sched/join_handle.hpp>
+#include <spindle/sched/mutex.hpp>
+#include <spindle/storage/storage.hpp>
+#include <string>
+#include <string_view>
+
+#include "db.hpp"
+
+namespace kv {
+
+enum class FsyncPolicy { kAlways, kEverysec, kNo };
+
+// Thread-safe; fiber-only.
+class Log {
+ public:
+  // Replays the newest complete log into `db` (which must be empty), or
+  // creates a first one; with `compact`, rewrites the keyspace into a new
+  // generation and removes the old one. Prints what it did to stderr.
+  // Suspends: for the storage operations.
+  static spindle::Result<std::unique_ptr<Log>> open(spindle::storage::Storage storage,
+                                                    FsyncPolicy policy, Db& db, bool compact);
+
+  ~Log();
+
+  // Spawns the committer (and, with kEverysec, the once-a-second syncer).
+  void start();
+
+  // Appends a record; called with db.mutex() held, so that the log's order
+  // is the keyspace's. Returns the record's sequence number.
+  std::uint64_t append_set(std::string_view key, std::string_view value, UnixMs expire_at);
+  std::uint64_t append_del(std::string_view key);
+  std::uint64_t append_expire(std::string_view key, UnixMs expire_at);
+  std::uint64_t append_flush();
+
+  // The sequence number of the last record appended.
+  std::uint64_t appended() const noexcept {
+    return appended_mirror_.load(std::memory_order_acquire);
+  }
+
+  // Returns once the records up to `seq` are as durable as the policy
+  // promises before a reply: synced (kAlways) or written to the file
+  // (kEverysec, kNo; the kernel has them, so they survive a crash of this
+  // process). errc::aborted if the fiber is aborted first.
+  // Suspends: until the committer has done that.
+  spindle::Result<void> wait(std::uint64_t seq);
+
+  // Writes and syncs everything appended so far and stops the committer.
+  // Suspends: for the write, the sync and the committer's end.
+  spindle::Result<void> close();
+
+  std::uint64_t generation() const noexcept { return generation_; }
+
+ private:
+  Log(spindle::storage::Storage storage, FsyncPolicy policy)
+      : storage_(std::move(storage)), policy_(policy) {}
+
+  std::uint64_t append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
+                              bool with_at, bool with_klen);
+  void committer();
+  void syncer();
+  [[noreturn]] static void fatal(std::string_view what, std::error_code ec);
+
+  spindle::storage::Storage storage_;
+  const FsyncPolicy policy_;
+  spindle::storage::Blob blob_;
+  std::uint64_t generation_ = 0;
+  std::uint64_t end_ = 0;  // committer-only (and open/close): the log's length
+
+  spindle::Mutex mutex_;
+  spindle::CondVar work_;                          // the committer waits for records
+  spindle::CondVar done_;                          // waiters wait for written_/synced_
+  std::string pending_;                            // guarded by mutex_: encoded, not yet written
+  std::uint64_t appended_ = 0;                     // guarded by mutex_
+  std::uint64_t written_ = 0;                      // guarded by mutex_
+  std::uint64_t synced_ = 0;                       // guarded by mutex_
+  bool stopping_ = false;                          // guarded by mutex_
+  std::atomic<std::uint64_t> appended_mirror_{0};  // release in append; acquire in appended()
+  spindle::JoinHandle<void> committer_, syncer_;
+};
+
+}  // namespace kv

@@ -1,0 +1,20 @@
+// serve(): one client connection: read, parse, run, wait for the log, reply.
+#pragma once
+
+#include <spindle/net/stream.hpp>
+
+#include "commands.hpp"
+#include "log.hpp"
+#include "resp.hpp"
+
+namespace kv {
+
+// Serves `stream` until the client closes it, sends bad protocol input (it
+// gets a RESP error, then the connection closes), or the fiber is aborted.
+// Pipelined commands are run in a batch; their replies go out together once
+// the log holds every change made so far (see Log::wait), so no reply, not
+// even a GET's, shows data that a crash could still take back.
+// Suspends: on the socket, the keyspace and the log.
+void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits);
+
+}  // namespace kv

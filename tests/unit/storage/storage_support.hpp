@@ -1,0 +1,93 @@
+// Helpers for the storage tests: temporary directories, byte/string
+// conversions, and raw file access for the test thread (never a fiber: these
+// are blocking syscalls).
+#pragma once
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime_harness.hpp"
+
+namespace spindle::test {
+
+// A fresh directory under /tmp (mkdtemp), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/spindle-storage-XXXXXX";
+    const char* p = ::mkdtemp(tmpl);
+    REQUIRE(p != nullptr);
+    path_ = p;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  // A new, not yet existing subdirectory: one per runtime run of a test body.
+  std::filesystem::path fresh() { return path_ / ("run" + std::to_string(next_++)); }
+
+ private:
+  std::filesystem::path path_;
+  std::atomic<int> next_{0};
+};
+
+inline std::span<const std::byte> bytes(std::string_view s) {
+  return std::as_bytes(std::span(s.data(), s.size()));
+}
+
+inline std::string str(std::span<const std::byte> b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+// The file of blob `name` (hex-named) in `partition` under `dir`.
+inline std::filesystem::path blob_path(const std::filesystem::path& dir, std::string_view partition,
+                                       std::string_view hex_name) {
+  return dir / std::string(partition) / std::string(hex_name);
+}
+
+// Raw file access from the test thread.
+inline std::string read_file(const std::filesystem::path& p) {
+  std::string out;
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    REQUIRE(n >= 0);
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+inline void write_file(const std::filesystem::path& p, std::string_view data) {
+  std::filesystem::create_directories(p.parent_path());
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size()));
+  ::close(fd);
+}
+
+inline void patch_file(const std::filesystem::path& p, off_t offset, std::string_view data) {
+  const int fd = ::open(p.c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(::pwrite(fd, data.data(), data.size(), offset) == static_cast<ssize_t>(data.size()));
+  ::close(fd);
+}
+
+}  // namespace spindle::test
