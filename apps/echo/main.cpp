@@ -7,13 +7,11 @@
 #include <CLI/CLI.hpp>
 #include <array>
 #include <chrono>
-#include <csignal>
-#include <cstdio>
 #include <spindle/spindle.hpp>
 #include <string>
 
 #include "connection_set.hpp"
-#include "listen.hpp"
+#include "serve.hpp"
 #include "stop_signal.hpp"
 
 namespace {
@@ -80,36 +78,16 @@ int main(int argc, char** argv) {
 
   try {
     spindle::apps::StopSignal stop;  // before any thread exists
-    spindle::Config config;
-    config.workers = workers;
-    // The server often closes first (idle timeout, stop, Connection: close):
-    // an abortive close (zero linger) would discard responses still in the
-    // socket's send queue, so close with a FIN as servers do.
-    config.zero_linger = false;
     spindle::apps::ConnectionSet connections;  // outlives every fiber
-    spindle::Runtime runtime(config);
-    return runtime.run([&]() -> int {
-      auto listener = spindle::apps::listen_or_explain(kProgram, listen);
-      if (!listener) return 1;
-      fmt::print("{}: listening on {} ({} worker{})\n", kProgram,
-                 listener->local_addr().value().to_string(), workers, workers == 1 ? "" : "s");
-      std::fflush(stdout);
-      const spindle::Context root = spindle::this_fiber::context();
-      auto acceptor = spindle::spawn(
-          [&] { accept_loop(*listener, connections, root, std::chrono::seconds(idle_s)); });
-      auto sig = stop.wait();
-      fmt::print("{}: {}, stopping\n", kProgram,
-                 sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : "aborted");
-      std::fflush(stdout);
-      acceptor.abort();
-      (void)acceptor.join();
-      listener->close();
-      const auto grace = std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double>(grace_s));
-      if (const std::size_t left = connections.stop(spindle::Clock::now() + grace); left > 0)
-        fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n",
-                   kProgram, left, left == 1 ? "" : "s");
-      return 0;
+    spindle::Runtime runtime(spindle::apps::server_config(workers));
+    const auto grace = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(grace_s));
+    return runtime.run([&] {
+      return spindle::apps::serve(
+          {.program = kProgram, .listen = listen, .workers = workers, .grace = grace}, stop,
+          connections, [&](spindle::net::TcpListener& l, const spindle::Context& root) {
+            accept_loop(l, connections, root, std::chrono::seconds(idle_s));
+          });
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kProgram, e.what());
