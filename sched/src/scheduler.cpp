@@ -6,6 +6,7 @@
 
 #include "fence.hpp"
 #include "spindle/base/assert.hpp"
+#include "unpark.hpp"
 #include "worker.hpp"
 
 namespace spindle::detail {
@@ -73,7 +74,7 @@ void Scheduler::notify_parked() noexcept {
   full_fence();
   if (idle.searching() != 0) return;  // a searcher will find it, or re-check before parking
   const int i = idle.claim_one();
-  if (i >= 0) workers[static_cast<std::size_t>(i)]->unpark();
+  if (i >= 0) unpark_after_locks(workers[static_cast<std::size_t>(i)]);
 }
 
 void Scheduler::unpark_all() noexcept {
