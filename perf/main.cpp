@@ -1,7 +1,8 @@
 // spindle-perf: spindle's workloads side by side with their baselines
-// (Boost.Fiber for the scheduler, a raw liburing loop for I/O) in one run, with
-// the same worker count and sizes. One table row per workload: spindle, the
-// baseline, their ratio, and at 2 workers the target from DESIGN.md section 9.
+// (Boost.Fiber for the scheduler, raw liburing loops for I/O, fio for file
+// reads) in one run, with the same worker count and sizes. One table row per
+// workload: spindle, the baseline, their ratio, and at 2 workers the target
+// from DESIGN.md section 9.
 // --json writes one JSON object per line for each (workload, implementation).
 //
 // Every measurement runs in a child process of its own (child.hpp says why);
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,16 +55,23 @@ using Measure = std::function<Row(const Params&)>;
 // One table row: spindle and its baseline on the same workload.
 struct Variant {
   std::string_view name;
-  std::string_view baseline;  // "boost.fiber" or "raw-uring"
+  std::string_view baseline;  // "boost.fiber", "raw-uring" or "fio"
   Measure run_spindle;
   Measure run_baseline;
   Headline headline;
   std::optional<Target> target;
+  // Why the baseline cannot run on this machine ("" when it can): it is then
+  // skipped with a note, not failed.
+  std::function<std::string()> baseline_missing = {};
 };
 
 struct Workload {
   std::string_view name;
   std::vector<Variant> variants;
+  // Runs in this (the parent) process before the workload's first
+  // measurement; it may fill in Params for them (a file to read). What it
+  // returns is released, undoing the preparation, after the last one.
+  std::function<std::shared_ptr<void>(Params&)> prepare = {};
 };
 
 std::vector<Workload> workloads() {
@@ -70,7 +79,16 @@ std::vector<Workload> workloads() {
   const Headline skynet_ms{"ms", "ms", Better::kLower};
   const Headline kib{"kib_per_fiber", "KiB/fiber", Better::kLower};
   const Headline p50{"p50_us", "us", Better::kLower};
+  const Headline cpu_per_req{"server_cpu_s_per_req", "us", Better::kLower};
   auto at_least = [](double v) { return Target{Target::On::kHeadline, v}; };
+  auto echo = [&](std::string_view name, std::size_t connections) {
+    return Variant{name,
+                   "raw-uring",
+                   [connections](const Params& p) { return spindle_echo(p, connections); },
+                   [connections](const Params& p) { return raw_echo(p, connections); },
+                   cpu_per_req,
+                   Target{Target::On::kRatio, 0.90}};
+  };
   return {
       {"spawn_many",
        {{"spawn_many", "boost.fiber", spindle_spawn_many, boost_spawn_many, rate,
@@ -99,6 +117,11 @@ std::vector<Workload> workloads() {
       {"pipe_pingpong",
        {{"pipe_pingpong", "raw-uring", spindle_pipe_pingpong, raw_pipe_pingpong, rate,
          std::nullopt}}},
+      {"echo", {echo("echo_100", 100), echo("echo_1000", 1'000)}},
+      {"file_randread",
+       {{"file_randread", "fio", spindle_file_randread, fio_file_randread, rate,
+         Target{Target::On::kRatio, 0.90}, fio_missing}},
+       prepare_randread},
   };
 }
 
@@ -118,6 +141,9 @@ std::string show(const Headline& h, const Row& r) {
     return fmt::format("p50 {:.1f} p99 {:.1f} us", r.extra("p50_us"), r.extra("p99_us"));
   }
   if (h.extra == "kib_per_fiber") return fmt::format("{:.2f} {}", h.of(r), h.unit);
+  if (h.extra == "server_cpu_s_per_req") {
+    return fmt::format("{:.2f} us/req, {}/s", h.of(r) * 1e6, si(r.rate));
+  }
   return fmt::format("{:.1f} {}", h.of(r), h.unit);
 }
 
@@ -258,20 +284,39 @@ int run(const Options& o) {
   std::vector<Row> rows;
   int failures = 0;
   for (const Workload& w : workloads()) {
+    if (std::none_of(w.variants.begin(), w.variants.end(),
+                     [&](const Variant& v) { return selected(o, w, v); })) {
+      continue;
+    }
+    Params wparams = params;
+    std::shared_ptr<void> prepared;  // released after the workload's last measurement
+    std::string prepare_error;
+    if (w.prepare) {
+      try {
+        prepared = w.prepare(wparams);
+      } catch (const std::exception& e) {
+        prepare_error = fmt::format("{}: preparing: {}", w.name, e.what());
+      }
+    }
     for (const Variant& v : w.variants) {
       if (!selected(o, w, v)) continue;
+      const std::string missing = v.baseline_missing ? v.baseline_missing() : std::string();
+      if (o.run_baseline && !missing.empty()) {
+        fmt::print("{:<14} {} baseline skipped: {}\n", v.name, v.baseline, missing);
+      }
+      const bool run_baseline = o.run_baseline && missing.empty();
       std::vector<Row> runs_s, runs_b;
-      std::string error;
+      std::string error = prepare_error;
       for (std::size_t rep = 1; rep <= o.repeat && error.empty(); ++rep) {
         const std::string suffix =
             o.repeat > 1 ? fmt::format(" run {}/{}", rep, o.repeat) : std::string();
         for (bool is_spindle : {true, false}) {
-          if (is_spindle ? !o.run_spindle : !o.run_baseline) continue;
+          if (is_spindle ? !o.run_spindle : !run_baseline) continue;
           const std::string impl = is_spindle ? "spindle" : std::string(v.baseline);
           const std::string label = fmt::format("{} {}{}", v.name, impl, suffix);
           const Measure& m = is_spindle ? v.run_spindle : v.run_baseline;
           ChildResult res =
-              run_in_child([&] { return m(params); }, label, std::chrono::seconds(o.timeout_s));
+              run_in_child([&] { return m(wparams); }, label, std::chrono::seconds(o.timeout_s));
           if (!res.row) {
             error = fmt::format("{}: {}", label, res.error);
             break;

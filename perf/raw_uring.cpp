@@ -1,7 +1,5 @@
-// The I/O baselines: minimal raw liburing loops, no fibers and no runtime. Each
-// ring is set up as spindle sets up its own (1024 entries, CQ twice that,
-// SUBMIT_ALL, SINGLE_ISSUER|DEFER_TASKRUN with the COOP_TASKRUN fallback), so
-// the difference measured is the fiber and scheduler layer, not ring flags.
+// The I/O baselines: minimal raw liburing loops, no fibers and no runtime, on
+// rings set up as spindle's (raw_ring.hpp).
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -20,51 +18,11 @@
 #include <vector>
 
 #include "measure.hpp"
+#include "raw_ring.hpp"
 #include "workloads.hpp"
 
 namespace spindle::perf {
 namespace {
-
-constexpr unsigned kEntries = 1024;
-
-// One io_uring, owned and used by the thread that made it. Not thread-safe.
-class RawRing {
- public:
-  RawRing() {
-    io_uring_params params{};
-    params.cq_entries = 2 * kEntries;
-    constexpr unsigned kCommon = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
-    params.flags = kCommon | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
-    int ret = io_uring_queue_init_params(kEntries, &ring_, &params);
-    if (ret == -EINVAL) {
-      params = io_uring_params{};
-      params.cq_entries = 2 * kEntries;
-      params.flags = kCommon | IORING_SETUP_COOP_TASKRUN;
-      ret = io_uring_queue_init_params(kEntries, &ring_, &params);
-    }
-    if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_queue_init");
-  }
-  RawRing(const RawRing&) = delete;
-  RawRing& operator=(const RawRing&) = delete;
-  ~RawRing() { io_uring_queue_exit(&ring_); }
-
-  io_uring* get() noexcept { return &ring_; }
-  io_uring_sqe* sqe() {
-    io_uring_sqe* s = io_uring_get_sqe(&ring_);
-    if (s == nullptr) throw std::runtime_error("raw ring: submission queue full");
-    return s;
-  }
-  void submit_and_wait(unsigned n) {
-    int ret;
-    do {
-      ret = io_uring_submit_and_wait(&ring_, n);
-    } while (ret == -EINTR);
-    if (ret < 0) throw std::system_error(-ret, std::system_category(), "io_uring_submit_and_wait");
-  }
-
- private:
-  io_uring ring_{};
-};
 
 // Keeps `depth` NOPs in flight until `ops` have completed: fill the SQ, one
 // io_uring_submit_and_wait for at least one CQE, reap every CQE there is.

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
 
 #include "row.hpp"
 
@@ -25,6 +28,10 @@ struct Sizes {
   std::uint64_t wake_gap_us = 2'000;  // the waker sleeps this long before each wake
   std::uint64_t nop_ops = 1'000'000;  // total, split evenly across the fibers
   std::uint64_t pipe_rounds = 100'000;
+  std::uint64_t echo_warmup_ms = 200;  // echo: load before the measured window
+  std::uint64_t echo_window_ms = 2'000;
+  std::uint64_t randread_bytes = std::uint64_t{1} << 30;  // file_randread's file; a power of 2
+  std::uint64_t randread_reads = 1'000'000;               // total; a multiple of 32
 
   // --quick: every workload in well under a second per implementation.
   static Sizes quick() {
@@ -39,7 +46,11 @@ struct Sizes {
                  .wake_samples = 50,
                  .wake_gap_us = 2'000,
                  .nop_ops = 32'000,
-                 .pipe_rounds = 2'000};
+                 .pipe_rounds = 2'000,
+                 .echo_warmup_ms = 50,
+                 .echo_window_ms = 200,
+                 .randread_bytes = std::uint64_t{64} << 20,
+                 .randread_reads = 64'000};
   }
 };
 
@@ -47,6 +58,9 @@ struct Params {
   std::size_t workers = 2;
   std::size_t stack_size = 256 * 1024;  // bytes; spindle's default
   Sizes sizes;
+  // file_randread: the Storage directory holding the file, made in the parent
+  // by prepare_randread before the workload's first measurement.
+  std::filesystem::path randread_dir;
 };
 
 // Scheduler workloads on spindle (spindle_sched.cpp).
@@ -75,5 +89,28 @@ Row spindle_pipe_pingpong(const Params& p);
 // The raw liburing loops, no fibers (raw_uring.cpp): `depth` NOPs in flight.
 Row raw_nop(const Params& p, std::size_t depth);
 Row raw_pipe_pingpong(const Params& p);
+
+// echo: a server on one worker pinned to CPU 0, driven by the closed-loop
+// client (echo_client.hpp) pinned to CPU 1 over `connections` connections.
+// spindle on net/ (spindle_net.cpp); a raw liburing loop (raw_echo.cpp).
+Row spindle_echo(const Params& p, std::size_t connections);
+Row raw_echo(const Params& p, std::size_t connections);
+
+// file_randread: reads in flight: spindle's fibers, fio's iodepth over all its jobs.
+inline constexpr std::size_t kRandReadInFlight = 32;
+
+// file_randread (file_randread.cpp): 32 fibers read random 4 KiB blocks of a
+// blob in the page cache. prepare_randread writes the blob (Sizes::randread_bytes)
+// into a new temporary directory, reads it once and sets p.randread_dir; the
+// directory is removed when the returned handle is released.
+std::shared_ptr<void> prepare_randread(Params& p);
+Row spindle_file_randread(const Params& p);
+// The path of the blob file under p.randread_dir, for readers outside Storage.
+std::filesystem::path randread_file(const Params& p);
+
+// The same reads by fio (fio.cpp). fio_missing: empty when fio is on PATH,
+// else why the baseline is skipped.
+std::string fio_missing();
+Row fio_file_randread(const Params& p);
 
 }  // namespace spindle::perf

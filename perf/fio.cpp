@@ -1,0 +1,154 @@
+// file_randread's baseline: fio, when it is on PATH, reading the same file
+// with the same block size and reads in flight: --ioengine=io_uring, buffered
+// (--direct=0), the page cache kept (--invalidate=0), uniformly random blocks
+// without fio's coverage map (--norandommap, as the fibers pick theirs). It
+// runs as many jobs as spindle has workers, each with 32 / jobs in flight, so
+// both use the same cores; its JSON report gives the IOPS.
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "measure.hpp"
+#include "unique_fd.hpp"
+#include "workloads.hpp"
+
+namespace spindle::perf {
+namespace {
+
+[[noreturn]] void throw_errno(const char* what) {
+  throw std::system_error(errno, std::system_category(), what);
+}
+
+// The first executable `name` in PATH (as execvp looks), or "".
+std::string find_on_path(std::string_view name) {
+  const char* env = std::getenv("PATH");
+  std::string_view path = env != nullptr ? env : "/bin:/usr/bin";
+  for (;;) {
+    const auto colon = path.find(':');
+    const std::string_view dir = path.substr(0, colon);
+    const std::string file = fmt::format("{}/{}", dir.empty() ? "." : dir, name);
+    struct stat st {};
+    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0)
+      return file;
+    if (colon == std::string_view::npos) return "";
+    path.remove_prefix(colon + 1);
+  }
+}
+
+// Runs `exe` with `args` and returns its standard output; its stderr is ours.
+// A status other than 0 throws. The child dies with this process.
+std::string run_capture(const std::string& exe, const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
+  UniqueFd out_r(fds[0]), out_w(fds[1]);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(exe.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork");
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null < 0 || ::dup2(null, STDIN_FILENO) < 0 || ::dup2(fds[1], STDOUT_FILENO) < 0) {
+      ::_exit(126);
+    }
+    ::execv(exe.c_str(), argv.data());
+    ::_exit(127);
+  }
+  out_w.reset();
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(out_r.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "{} failed (wait status {:#x}): {}", exe,
+        status, out.substr(0, 2000));
+  return out;
+}
+
+// The number after `"key" :` at or after `from` in fio's JSON report.
+double json_number(std::string_view json, std::size_t from, std::string_view key) {
+  const std::string quoted = fmt::format("\"{}\"", key);
+  std::size_t at = json.find(quoted, from);
+  check(at != std::string_view::npos, "fio: no \"{}\" in its JSON report", key);
+  at = json.find_first_not_of(" \t\n:", at + quoted.size());
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(json.data() + std::min(at, json.size()), json.data() + json.size(), v);
+  check(ec == std::errc(), "fio: \"{}\" is not a number in its JSON report", key);
+  return v;
+}
+
+}  // namespace
+
+std::string fio_missing() {
+  return find_on_path("fio").empty() ? "fio is not installed (no fio on PATH)" : "";
+}
+
+Row fio_file_randread(const Params& p) {
+  const std::string fio = find_on_path("fio");
+  check(!fio.empty(), "file_randread: {}", fio_missing());
+  const std::size_t jobs = std::clamp<std::size_t>(p.workers, 1, kRandReadInFlight);
+  const std::size_t depth = kRandReadInFlight / jobs;
+  const std::uint64_t per_job = p.sizes.randread_reads / jobs;
+  const std::uint64_t n = per_job * jobs;
+  const std::string json = run_capture(
+      fio, {"--name=r", fmt::format("--filename={}", randread_file(p).string()), "--rw=randread",
+            "--bs=4k", "--ioengine=io_uring", fmt::format("--iodepth={}", depth), "--direct=0",
+            fmt::format("--size={}", p.sizes.randread_bytes),
+            // io_size lets a job read more than the file once; number_ios stops it.
+            fmt::format("--io_size={}", per_job * 4096), fmt::format("--number_ios={}", per_job),
+            "--time_based=0", fmt::format("--numjobs={}", jobs), "--group_reporting",
+            "--norandommap", "--invalidate=0", "--output-format=json"});
+
+  // One job entry (group_reporting): its error, its reads, its CPU share.
+  const std::size_t job = json.find("\"jobs\"");
+  check(job != std::string::npos, "fio: no \"jobs\" in its JSON report");
+  check(json_number(json, job, "error") == 0, "fio: the job reports error {}",
+        json_number(json, job, "error"));
+  const std::size_t read = json.find("\"read\"", job);
+  check(read != std::string::npos, "fio: no \"read\" in its JSON report");
+  const double ios = json_number(json, read, "total_ios");
+  const double iops = json_number(json, read, "iops");
+  const double runtime_s = json_number(json, read, "runtime") / 1e3;
+  check(ios == static_cast<double>(n) && iops > 0, "fio: {} of {} reads done", ios, n);
+  // usr_cpu and sys_cpu: percent of the run time, summed over the jobs.
+  const double cpu_s =
+      (json_number(json, read, "usr_cpu") + json_number(json, read, "sys_cpu")) / 100 * runtime_s;
+
+  Row r = make_row("file_randread", "fio", p, n, {runtime_s, cpu_s}, "reads/s");
+  r.rate = iops;  // fio's own figure: total_ios over its run time in ms
+  r.set("jobs", static_cast<double>(jobs));
+  r.set("iodepth", static_cast<double>(depth));
+  r.set("file_mib", static_cast<double>(p.sizes.randread_bytes >> 20));
+  return r;
+}
+
+}  // namespace spindle::perf

@@ -1,0 +1,51 @@
+// The echo workload's spindle server: net/'s TcpListener and TcpStream on one
+// worker, one fiber per connection running a plain read/write loop (as
+// apps/echo does), with net/'s default timeouts and read buffer.
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <spindle/spindle.hpp>
+#include <string_view>
+#include <system_error>
+
+#include "echo.hpp"
+#include "workloads.hpp"
+
+namespace spindle::perf {
+namespace {
+
+// Echoes until the client closes or resets the connection.
+void echo(net::TcpStream& stream) {
+  std::array<char, 16 * 1024> buf;
+  for (;;) {
+    auto n = stream.read(buf);
+    if (!n || *n == 0) return;
+    if (!stream.write_all(std::string_view(buf.data(), *n))) return;
+  }
+}
+
+void serve(const Params& p, const std::function<void(std::uint16_t)>& listening) {
+  Runtime rt(Config{.workers = 1, .stack_size = p.stack_size});
+  rt.run([&listening] {
+    auto listener = net::TcpListener::bind(net::SocketAddress::loopback_v4()).value();
+    listening(listener.local_addr().value().port());
+    for (;;) {
+      auto conn = listener.accept();
+      if (!conn) throw std::system_error(conn.error(), "echo server: accept");
+      // The root never ends, so its children are never aborted; the handle is
+      // dropped (detached).
+      spindle::spawn([stream = std::move(*conn)]() mutable { echo(stream); });
+    }
+  });
+}
+
+}  // namespace
+
+Row spindle_echo(const Params& p, std::size_t connections) {
+  return measure_echo(
+      p, connections, "spindle",
+      [&p](const std::function<void(std::uint16_t)>& listening) { serve(p, listening); });
+}
+
+}  // namespace spindle::perf
