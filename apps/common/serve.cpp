@@ -2,13 +2,42 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <spindle/spindle.hpp>
+#include <string_view>
 
 #include "listen.hpp"
 
 namespace spindle::apps {
+namespace {
+
+using namespace std::chrono_literals;
+
+void accept_loop(std::string_view program, net::TcpListener& listener,
+                 ConnectionSet& connections, const Context& root,
+                 const std::function<void(net::TcpStream&)>& handle) {
+  for (;;) {
+    auto conn = listener.accept();
+    if (!conn) {
+      if (conn.error() == errc::aborted) return;
+      fmt::print(stderr, "{}: accept: {}\n", program, conn.error().message());
+      if (!this_fiber::sleep_for(10ms)) return;
+      continue;
+    }
+    root.spawn([stream = std::move(*conn), &connections, handle]() mutable {
+      const int fd = stream.native_handle();
+      if (connections.add(fd)) {
+        handle(stream);
+        connections.remove(fd);
+      }
+      stream.close();
+    });
+  }
+}
+
+}  // namespace
 
 Config server_config(std::size_t workers) {
   Config config;
@@ -18,7 +47,7 @@ Config server_config(std::size_t workers) {
 }
 
 int serve(const ServeOptions& options, StopSignal& stop, ConnectionSet& connections,
-          const std::function<void(net::TcpListener&, const Context& root)>& accept_loop) {
+          const std::function<void(net::TcpStream&)>& handle) {
   auto listener = listen_or_explain(options.program, options.listen);
   if (!listener) return 1;
   fmt::print("{}: listening on {} ({} worker{})\n", options.program,
@@ -26,7 +55,8 @@ int serve(const ServeOptions& options, StopSignal& stop, ConnectionSet& connecti
              options.workers == 1 ? "" : "s");
   std::fflush(stdout);
   const Context root = this_fiber::context();
-  auto acceptor = spawn([&] { accept_loop(*listener, root); });
+  auto acceptor =
+      spawn([&] { accept_loop(options.program, *listener, connections, root, handle); });
   auto sig = stop.wait();
   fmt::print("{}: {}, stopping\n", options.program,
              sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : "aborted");

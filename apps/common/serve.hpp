@@ -10,7 +10,7 @@
 #include "connection_set.hpp"
 #include "spindle/net/listener.hpp"
 #include "spindle/sched/config.hpp"
-#include "spindle/sched/context.hpp"
+#include "spindle/net/stream.hpp"
 #include "stop_signal.hpp"
 
 namespace spindle::apps {
@@ -30,14 +30,16 @@ struct ServeOptions {
 };
 
 // Binds options.listen (printing "<program>: listening on <address> (<n>
-// workers)"), runs accept_loop(listener, root) on a fiber of its own until
-// SIGINT or SIGTERM (or an abort), then aborts it, closes the listener, and
-// stops `connections`, waiting up to options.grace for them. accept_loop gets
-// the root fiber's Context to spawn connection fibers under, so that they
-// outlive the accepting fiber. Returns the exit code: 0, or 1 if the address
-// cannot be bound (the reason printed on stderr). Root fiber only.
+// workers)") and accepts on a fiber of its own until SIGINT or SIGTERM (or an
+// abort). Each connection runs handle(stream) on a fiber of its own, spawned
+// under the root fiber so that it outlives the accepting one, and registered
+// in `connections` while it runs; the stream is closed after. A failed accept
+// (out of descriptors or memory) is printed and retried 10 ms later. On the
+// signal the accepting fiber ends, the listener closes, and `connections` is
+// stopped, waiting up to options.grace. Returns the exit code: 0, or 1 if the
+// address cannot be bound (the reason printed on stderr). Root fiber only.
 // Suspends: for the server's whole life.
 int serve(const ServeOptions& options, StopSignal& stop, ConnectionSet& connections,
-          const std::function<void(net::TcpListener&, const Context& root)>& accept_loop);
+          const std::function<void(net::TcpStream&)>& handle);
 
 }  // namespace spindle::apps

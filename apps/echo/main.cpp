@@ -16,7 +16,6 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 namespace net = spindle::net;
 
 constexpr std::string_view kProgram = "spindle-echo";
@@ -28,30 +27,6 @@ void echo(net::TcpStream& stream, std::chrono::seconds idle) {
     auto n = stream.read(buf, idle);
     if (!n || *n == 0) return;
     if (!stream.write_all(std::string_view(buf.data(), *n))) return;
-  }
-}
-
-// Accepts until aborted; each connection gets a fiber under `root` (not under
-// this fiber, whose end would abort them).
-void accept_loop(net::TcpListener& listener, spindle::apps::ConnectionSet& connections,
-                 const spindle::Context& root, std::chrono::seconds idle) {
-  for (;;) {
-    auto conn = listener.accept();
-    if (!conn) {
-      if (conn.error() == spindle::errc::aborted) return;
-      // Out of descriptors or memory: say so, and give connections time to end.
-      fmt::print(stderr, "{}: accept: {}\n", kProgram, conn.error().message());
-      if (!spindle::this_fiber::sleep_for(10ms)) return;
-      continue;
-    }
-    root.spawn([stream = std::move(*conn), &connections, idle]() mutable {
-      const int fd = stream.native_handle();
-      if (connections.add(fd)) {
-        echo(stream, idle);
-        connections.remove(fd);
-      }
-      stream.close();
-    });
   }
 }
 
@@ -85,9 +60,7 @@ int main(int argc, char** argv) {
     return runtime.run([&] {
       return spindle::apps::serve(
           {.program = kProgram, .listen = listen, .workers = workers, .grace = grace}, stop,
-          connections, [&](spindle::net::TcpListener& l, const spindle::Context& root) {
-            accept_loop(l, connections, root, std::chrono::seconds(idle_s));
-          });
+          connections, [&](net::TcpStream& stream) { echo(stream, std::chrono::seconds(idle_s)); });
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kProgram, e.what());

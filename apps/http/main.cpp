@@ -19,35 +19,10 @@
 
 namespace {
 
-using namespace std::chrono_literals;
 namespace net = spindle::net;
 namespace http = spindle::apps::http;
 
 constexpr std::string_view kProgram = "spindle-http";
-
-// Accepts until aborted; each connection gets a fiber under `root` (not under
-// this fiber, whose end would abort them).
-void accept_loop(net::TcpListener& listener, spindle::apps::ConnectionSet& connections,
-                 const spindle::Context& root, const http::ServerOptions& options) {
-  for (;;) {
-    auto conn = listener.accept();
-    if (!conn) {
-      if (conn.error() == spindle::errc::aborted) return;
-      // Out of descriptors or memory: say so, and give connections time to end.
-      fmt::print(stderr, "{}: accept: {}\n", kProgram, conn.error().message());
-      if (!spindle::this_fiber::sleep_for(10ms)) return;
-      continue;
-    }
-    root.spawn([stream = std::move(*conn), &connections, &options]() mutable {
-      const int fd = stream.native_handle();
-      if (connections.add(fd)) {
-        http::serve(stream, options);
-        connections.remove(fd);
-      }
-      stream.close();
-    });
-  }
-}
 
 }  // namespace
 
@@ -88,9 +63,7 @@ int main(int argc, char** argv) {
     return runtime.run([&] {
       return spindle::apps::serve(
           {.program = kProgram, .listen = listen, .workers = workers, .grace = grace}, stop,
-          connections, [&](spindle::net::TcpListener& l, const spindle::Context& root) {
-            accept_loop(l, connections, root, options);
-          });
+          connections, [&](net::TcpStream& stream) { http::serve(stream, options); });
     });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kProgram, e.what());
