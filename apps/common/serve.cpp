@@ -2,22 +2,30 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <exception>
 #include <spindle/spindle.hpp>
-#include <string_view>
 
+#include "connection_set.hpp"
 #include "listen.hpp"
+#include "stop_signal.hpp"
 
 namespace spindle::apps {
 namespace {
 
 using namespace std::chrono_literals;
+using Handler = std::function<void(net::TcpStream&)>;
 
+std::chrono::nanoseconds seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
+}
+
+// Accepts until aborted; each connection gets a fiber under `root` (not under
+// this fiber, whose end would abort them), registered in `connections`.
 void accept_loop(std::string_view program, net::TcpListener& listener,
-                 ConnectionSet& connections, const Context& root,
-                 const std::function<void(net::TcpStream&)>& handle) {
+                 ConnectionSet& connections, const Context& root, const Handler& handle) {
   for (;;) {
     auto conn = listener.accept();
     if (!conn) {
@@ -37,38 +45,62 @@ void accept_loop(std::string_view program, net::TcpListener& listener,
   }
 }
 
-}  // namespace
-
-Config server_config(std::size_t workers) {
-  Config config;
-  config.workers = workers;
-  config.zero_linger = false;
-  return config;
-}
-
-int serve(const ServeOptions& options, StopSignal& stop, ConnectionSet& connections,
-          const std::function<void(net::TcpStream&)>& handle) {
-  auto listener = listen_or_explain(options.program, options.listen);
+// The root fiber. Suspends: for the server's whole life.
+int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
+          ConnectionSet& connections, const Handler& handle) {
+  auto listener = listen_or_explain(program, flags.listen);
   if (!listener) return 1;
-  fmt::print("{}: listening on {} ({} worker{})\n", options.program,
-             listener->local_addr().value().to_string(), options.workers,
-             options.workers == 1 ? "" : "s");
+  fmt::print("{}: listening on {} ({} worker{})\n", program,
+             listener->local_addr().value().to_string(), flags.workers,
+             flags.workers == 1 ? "" : "s");
   std::fflush(stdout);
   const Context root = this_fiber::context();
-  auto acceptor =
-      spawn([&] { accept_loop(options.program, *listener, connections, root, handle); });
+  auto acceptor = spawn([&] { accept_loop(program, *listener, connections, root, handle); });
   auto sig = stop.wait();
-  fmt::print("{}: {}, stopping\n", options.program,
+  fmt::print("{}: {}, stopping\n", program,
              sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : "aborted");
   std::fflush(stdout);
   acceptor.abort();
   (void)acceptor.join();
   listener->close();
-  if (const std::size_t left = connections.stop(Clock::now() + options.grace); left > 0) {
+  if (const std::size_t left = connections.stop(Clock::now() + seconds(flags.grace_s)); left > 0) {
     fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n",
-               options.program, left, left == 1 ? "" : "s");
+               program, left, left == 1 ? "" : "s");
   }
   return 0;
+}
+
+}  // namespace
+
+void ServerFlags::add_to(CLI::App& app) {
+  app.add_option("-l,--listen", listen, "address to listen on (host:port; port 0 picks one)")
+      ->capture_default_str();
+  app.add_option("-w,--workers", workers, "worker threads")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--idle-timeout", idle_s, "seconds a connection may stay silent")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_option("--grace", grace_s, "seconds a stop waits for open connections")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+}
+
+std::chrono::nanoseconds ServerFlags::idle_timeout() const { return seconds(idle_s); }
+
+int run_server(std::string_view program, const ServerFlags& flags, const Handler& handle) {
+  try {
+    StopSignal stop;            // before any thread exists
+    ConnectionSet connections;  // outlives every fiber
+    Config config;
+    config.workers = flags.workers;
+    config.zero_linger = false;
+    Runtime runtime(config);
+    return runtime.run([&] { return serve(program, flags, stop, connections, handle); });
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", program, e.what());
+    return 1;
+  }
 }
 
 }  // namespace spindle::apps

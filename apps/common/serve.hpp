@@ -1,45 +1,46 @@
-// serve(): the life of a connection server on its root fiber, shared by the
-// servers in apps/.
+// The life of a connection server, shared by the servers in apps/: its
+// command-line flags, its runtime, and its root fiber.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <string_view>
 
-#include "connection_set.hpp"
-#include "spindle/net/listener.hpp"
-#include "spindle/sched/config.hpp"
 #include "spindle/net/stream.hpp"
-#include "stop_signal.hpp"
+
+namespace CLI {
+class App;
+}
 
 namespace spindle::apps {
 
-// The runtime configuration of a server: `workers` workers, and sockets
-// closed with a FIN rather than zero linger. The server often closes first
-// (idle timeout, stop, Connection: close), and an abortive close would discard
-// replies still in the socket's send queue.
-Config server_config(std::size_t workers);
+// The flags every connection server takes. Plain value.
+struct ServerFlags {
+  std::string listen;        // --listen host:port
+  std::size_t workers = 2;   // --workers
+  double idle_s = 60;        // --idle-timeout: seconds a connection may stay silent
+  double grace_s = 10;       // --grace: seconds a stop waits for open connections
 
-// What serve() needs to know about the server.
-struct ServeOptions {
-  std::string_view program;  // the prefix of every line printed
-  std::string_view listen;   // the --listen address
-  std::size_t workers = 1;   // for the start-up line
-  std::chrono::nanoseconds grace{};  // how long a stop waits for open connections
+  // Adds the four flags to `app`, with the current values as defaults.
+  void add_to(CLI::App& app);
+  std::chrono::nanoseconds idle_timeout() const;
 };
 
-// Binds options.listen (printing "<program>: listening on <address> (<n>
-// workers)") and accepts on a fiber of its own until SIGINT or SIGTERM (or an
-// abort). Each connection runs handle(stream) on a fiber of its own, spawned
-// under the root fiber so that it outlives the accepting one, and registered
-// in `connections` while it runs; the stream is closed after. A failed accept
-// (out of descriptors or memory) is printed and retried 10 ms later. On the
-// signal the accepting fiber ends, the listener closes, and `connections` is
-// stopped, waiting up to options.grace. Returns the exit code: 0, or 1 if the
-// address cannot be bound (the reason printed on stderr). Root fiber only.
-// Suspends: for the server's whole life.
-int serve(const ServeOptions& options, StopSignal& stop, ConnectionSet& connections,
-          const std::function<void(net::TcpStream&)>& handle);
+// main() of a connection server once its flags are parsed. Blocks SIGINT and
+// SIGTERM, starts a runtime of flags.workers workers whose sockets close with
+// a FIN (the server often closes first, and zero linger would discard replies
+// still in the send queue), binds flags.listen (printing "<program>: listening
+// on <address> (<n> workers)"), and accepts until SIGINT or SIGTERM. Each
+// connection runs handle(stream) on a fiber of its own and is closed after;
+// a failed accept (out of descriptors or memory) is printed and retried 10 ms
+// later. On the signal it stops accepting, shuts down the read side of every
+// open connection, and waits up to flags.grace_s for them to end. Returns the
+// exit code: 0, or 1 if the address cannot be bound or the runtime cannot
+// start (the reason printed on stderr). Call from the main thread, before any
+// other thread exists.
+int run_server(std::string_view program, const ServerFlags& flags,
+               const std::function<void(net::TcpStream&)>& handle);
 
 }  // namespace spindle::apps
