@@ -27,7 +27,8 @@ void complete_thunk(uring::Operation* op, int res, std::uint32_t flags) noexcept
   Fiber* f = r->fiber;
   f->wake_reason = WakeReason::kNotified;
   // release; pairs with the acquire loads of wakers, who all see kNone now.
-  f->wake_word.store(r->epoch << 2, std::memory_order_release);
+  // Clearing only the kind keeps an abort's flag.
+  f->wake_word.fetch_and(~kParkKindMask, std::memory_order_release);
   f->scheduler().schedule(f);
 }
 
@@ -62,8 +63,8 @@ void on_io_deadline(WheelEntry* entry) noexcept {
 }
 
 void cancel_io(Worker& owner, Fiber* fiber, std::uint64_t epoch) noexcept {
-  const std::uint64_t armed = epoch << 2 | static_cast<std::uint64_t>(ParkKind::kIo);
-  if (fiber->wake_word.load(std::memory_order_acquire) != armed) return;  // that park ended
+  const std::uint64_t w = fiber->wake_word.load(std::memory_order_acquire);
+  if (w != (park_word(epoch, ParkKind::kIo) | kParkAborted)) return;  // that park ended
   if (fiber->io_owner.load(std::memory_order_relaxed) != &owner) return;
   auto* r = static_cast<IoRequest*>(fiber->io_op);
   if (!r->cancellable || r->aborted || r->timed_out) return;

@@ -22,7 +22,7 @@ void TimerHeap::maybe_compact() {
     // A park is still waiting on this timer only while its word holds the
     // entry's epoch with a kind set.
     const std::uint64_t w = e.fiber->wake_word.load(std::memory_order_acquire);
-    if ((w >> 2) == e.epoch && (w & 3) != 0) {
+    if (park_epoch(w) == e.epoch && park_kind(w) != ParkKind::kNone) {
       heap_[kept++] = e;
     } else {
       e.fiber->unref();

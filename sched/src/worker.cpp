@@ -214,11 +214,27 @@ void Worker::after_park(Fiber* f, const Suspend& s) noexcept {
     f->timer_owner = nullptr;
   }
   if (kind == ParkKind::kIo) f->io_owner.store(this, std::memory_order_relaxed);
-  // seq_cst, then the seq_cst aborted() below: Fiber::on_abort does the
-  // mirror image, so an abort racing this park is seen by at least one side.
-  f->wake_word.store(epoch << 2 | static_cast<std::uint64_t>(kind), std::memory_order_seq_cst);
+  // Arming and the abort check are one seq_cst read-modify-write of the word,
+  // and Fiber::on_abort sets its flag with another: an abort that comes first
+  // keeps an interruptible park from being armed, one that comes after finds
+  // it armed and claims it. Once armed, the fiber may be woken, run elsewhere
+  // and be freed at any moment: nothing below reads it on that path.
+  std::uint64_t w = f->wake_word.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::uint64_t flag = w & kParkAborted;
+    if (flag && kind == ParkKind::kInterruptible) break;
+    if (f->wake_word.compare_exchange_weak(w, park_word(epoch, kind) | flag,
+                                           std::memory_order_seq_cst,
+                                           std::memory_order_relaxed)) {
+      if (publish) publish(arg);
+      return;
+    }
+  }
+  // Aborted before it parked: never armed, so no other waker can claim it.
   if (publish) publish(arg);
-  if (kind == ParkKind::kInterruptible && f->aborted()) wake_fiber(f, epoch, WakeReason::kAborted);
+  f->wake_reason = WakeReason::kAborted;
+  if (f->timer_owner) f->timer_owner->note_timer_stale();
+  scheduler_.schedule_woken(f);
 }
 
 void Worker::retire(Fiber* f) noexcept {
@@ -461,11 +477,11 @@ bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
   // acquire; pairs with the seq_cst arm in Worker::after_park.
   std::uint64_t w = f->wake_word.load(std::memory_order_acquire);
   for (;;) {
-    if ((w >> 2) != epoch) return false;
-    const auto kind = static_cast<ParkKind>(w & 3);
+    if (park_epoch(w) != epoch) return false;
+    const ParkKind kind = park_kind(w);
     if (kind == ParkKind::kNone || kind == ParkKind::kIo) return false;
     if (reason == WakeReason::kAborted && kind != ParkKind::kInterruptible) return false;
-    if (f->wake_word.compare_exchange_weak(w, epoch << 2, std::memory_order_acq_rel,
+    if (f->wake_word.compare_exchange_weak(w, (w & ~kParkKindMask), std::memory_order_acq_rel,
                                            std::memory_order_acquire)) {
       break;
     }
@@ -477,15 +493,16 @@ bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
 }
 
 void Fiber::on_abort() noexcept {
-  const std::uint64_t w = wake_word.load(std::memory_order_seq_cst);
-  switch (static_cast<ParkKind>(w & 3)) {
+  // seq_cst; the mirror of the arming in Worker::after_park.
+  const std::uint64_t w = wake_word.fetch_or(kParkAborted, std::memory_order_seq_cst);
+  switch (park_kind(w)) {
     case ParkKind::kInterruptible:
-      wake_fiber(this, w >> 2, WakeReason::kAborted);
+      wake_fiber(this, park_epoch(w), WakeReason::kAborted);
       break;
     case ParkKind::kIo: {
       Worker* owner = io_owner.load(std::memory_order_relaxed);
       ref();  // released by the owner after it handles the message
-      owner->send({MailMessage::Kind::kCancelIo, this, w >> 2});
+      owner->send({MailMessage::Kind::kCancelIo, this, park_epoch(w)});
       break;
     }
     case ParkKind::kNone:

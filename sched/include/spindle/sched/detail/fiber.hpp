@@ -48,7 +48,7 @@ class Fiber : public Task {
   std::uint64_t id = 0;
   std::string name;
 
-  // Park word: epoch << 2 | ParkKind. A waker claims a park by CAS from
+  // Park word (wait.hpp: park_word). A waker claims a park by CAS from
   // (epoch, kind) to (epoch, kNone); stale wakers (older epoch) fail.
   std::atomic<std::uint64_t> wake_word{0};
   std::uint64_t epoch = 0;  // the fiber's latest park; written only by the fiber

@@ -30,8 +30,8 @@ class Node {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
 
-  // seq_cst: a parking fiber arms its park word, then reads this; an abort
-  // sets this, then reads the park word. Each sees the other's store.
+  // seq_cst: an I/O park arms its park word, then reads this; an abort sets
+  // this, then flags the park word. Each sees the other's store.
   bool aborted() const noexcept { return aborted_.load(std::memory_order_seq_cst); }
 
   // Links `child` (not yet linked anywhere) under this node and gives it a

@@ -33,6 +33,18 @@ enum class ParkKind : std::uint64_t {
   kUninterruptible = 3,  // notify or deadline; abort waits until it ends
 };
 
+// Fiber::wake_word is epoch << 3 | kParkAborted (sticky, set once by the
+// fiber's abort) | ParkKind. Every write but the abort's preserves the flag.
+inline constexpr std::uint64_t kParkKindMask = 3;
+inline constexpr std::uint64_t kParkAborted = 4;
+constexpr std::uint64_t park_word(std::uint64_t epoch, ParkKind kind) noexcept {
+  return epoch << 3 | static_cast<std::uint64_t>(kind);
+}
+constexpr std::uint64_t park_epoch(std::uint64_t word) noexcept { return word >> 3; }
+constexpr ParkKind park_kind(std::uint64_t word) noexcept {
+  return static_cast<ParkKind>(word & kParkKindMask);
+}
+
 // One waiter in a primitive's wait queue: a fiber (woken through the
 // scheduler) or a plain thread (woken through a futex). Lives on the waiter's
 // stack for the length of one wait.
