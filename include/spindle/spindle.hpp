@@ -1,4 +1,9 @@
 // The whole of spindle's public API.
+//
+// Conventions of every header below: each class says whether it is
+// thread-safe, worker-affine or fiber-only; each call that can park the
+// calling fiber says `Suspends:` and until when (overloads beside it share
+// it), and calls without it never park. Rules for code on fibers: docs/pitfalls.md.
 #pragma once
 
 #include "spindle/base/errc.hpp"

@@ -1,5 +1,6 @@
 // Invariant checks. SPINDLE_ASSERT is always on; SPINDLE_DCHECK only in debug builds.
 // A failed check is a bug in spindle: it prints the condition and aborts.
+// Usable on any thread or fiber; never suspends.
 #pragma once
 
 #include <cstdio>

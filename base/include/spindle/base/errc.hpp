@@ -1,5 +1,6 @@
 // spindle's own error conditions and their std::error_category.
 // errno values use std::system_category; these are the conditions errno cannot say.
+// Constants and a stateless category object: thread-safe; nothing here suspends.
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 // Result<T>: the return type of every call that can fail or park.
+// A plain value type (as thread-safe as std::expected); nothing here suspends.
 #pragma once
 
 #include <expected>

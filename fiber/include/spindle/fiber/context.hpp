@@ -1,5 +1,8 @@
 // The context switch: the one place that changes stacks. Built on Boost.Context's
 // fcontext (jump_fcontext/make_fcontext) with the ASan and TSan fiber hooks.
+// This is the mechanism under spindle's parking, not a parking call: it knows
+// nothing of workers, and never blocks a thread (a switch is a few register
+// moves). The scheduler decides which context runs where.
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,10 @@
 // Stack-overflow reporting: a guard-page hit on a fiber stack is reported, from
 // an alternate signal stack, as "fiber stack overflow" naming the fiber, then
 // the process aborts.
+// Thread-safety: install_overflow_handler() may be called from any thread, at
+// any time (installation happens once; the describer is an atomic pointer);
+// ensure_signal_stack() acts on the calling thread only. Nothing here blocks
+// or suspends.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,7 @@
 // Fiber stacks: slab-carved, lazily committed, guarded, pooled.
+// Nothing here suspends. StackPool takes a std::mutex for a few instructions
+// per call (plus an mmap/madvise or mprotect when it carves a new stack);
+// StackCache takes no lock.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,7 @@
 // SocketAddress: an IPv4 or IPv6 address and a port, and parsing one from
 // text ("127.0.0.1:8080", "[::1]:8080") with errors that say what is wrong.
+// No I/O and no name lookup: nothing here suspends, and the free functions
+// are thread-safe.
 #pragma once
 
 #include <netinet/in.h>

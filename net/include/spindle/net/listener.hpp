@@ -17,6 +17,7 @@ struct ListenOptions {
 
 // Move-only. bind() and local_addr() are plain syscalls that work anywhere;
 // accept() is fiber-only. One fiber accepts at a time (not thread-safe).
+// Only accept() suspends; bind(), local_addr() and close() never do.
 class TcpListener {
  public:
   // Not listening: accept() fails with errc::closed.

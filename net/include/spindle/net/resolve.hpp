@@ -1,5 +1,7 @@
 // resolve(): host names to socket addresses with getaddrinfo, run on the
 // runtime's blocking pool so no worker thread waits on DNS.
+// Thread-safe: any number of fibers may resolve at once (each lookup is its
+// own blocking-pool task). resolve_category() never suspends.
 #pragma once
 
 #include <cstdint>

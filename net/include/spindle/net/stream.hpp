@@ -25,6 +25,9 @@ enum class Shutdown : int { kRead = SHUT_RD, kWrite = SHUT_WR, kBoth = SHUT_RDWR
 // read_exact, fill, peek, consume) and the write half (write_all, writev) are
 // independent, so one fiber may read while another writes. shutdown() and the
 // address calls may be used from any fiber while the stream is open.
+// The calls marked `Suspends:` park the calling fiber; the others (peek,
+// consume, shutdown, the address calls, set_nodelay, close) are plain syscalls
+// or buffer operations and never suspend.
 //
 // Every read and write goes through the calling worker's io_uring (RECV,
 // SEND, SENDMSG), with a deadline from its Timeout (default: Config's

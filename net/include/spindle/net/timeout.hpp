@@ -2,6 +2,7 @@
 // limit from the runtime's Config (connect_timeout for connect,
 // read_write_timeout for reads and writes; accept waits forever); a call may
 // pass its own: a duration, an absolute deadline, or never.
+// A plain value, thread-safe to read; nothing here suspends.
 #pragma once
 
 #include <chrono>

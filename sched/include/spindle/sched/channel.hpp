@@ -18,7 +18,8 @@ namespace spindle {
 // capacity 0 is unbuffered: send() returns once a receiver has taken the
 // value. After close(), send() fails with errc::closed and recv() drains what
 // is buffered, then fails with errc::closed. FIFO among senders and among
-// receivers.
+// receivers. Where a fiber parks, a plain thread blocks on a futex; try_send,
+// try_recv, close, closed, size and capacity never suspend.
 //
 // Invariant (under lock_): receivers wait only while the buffer is empty;
 // senders wait only while the buffer is full; never both at once.

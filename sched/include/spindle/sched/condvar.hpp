@@ -11,7 +11,9 @@
 
 namespace spindle {
 
-// Thread-safe. Every wait returns with `lock` held again, however it ended.
+// Thread-safe. Every wait returns with `lock` held again, however it ended
+// (re-locking the Mutex may park again). A plain thread blocks on a futex
+// where a fiber parks. notify_one() and notify_all() never suspend.
 class CondVar {
  public:
   CondVar() = default;

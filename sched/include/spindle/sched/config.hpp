@@ -1,5 +1,6 @@
 // spindle::Config: every runtime setting, validated before any thread, ring or
 // stack is created.
+// Plain values: copy freely, thread-safe to read; nothing here suspends.
 #pragma once
 
 #include <chrono>

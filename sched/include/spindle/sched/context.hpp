@@ -1,5 +1,7 @@
 // Context: a place in the supervision tree, and the spawn calls that put new
-// fibers under it.
+// fibers under it. No spawn call suspends: each queues the new task and
+// returns its JoinHandle at once (join it to wait). Context's members work on
+// any thread; the free spawn functions at the bottom need a fiber.
 #pragma once
 
 #include <string_view>
@@ -106,7 +108,8 @@ namespace this_fiber {
 Context context();
 }  // namespace this_fiber
 
-// this_fiber::context().spawn(...): a child of the running fiber.
+// this_fiber::context().spawn(...): a child of the running fiber. These free
+// functions are fiber-only (std::logic_error elsewhere) and never suspend.
 template <class F>
 JoinHandle<SpawnResult<F>> spawn(F&& fn) {
   detail::Fiber& self = detail::current_spawner();

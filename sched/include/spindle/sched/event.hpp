@@ -11,6 +11,8 @@
 namespace spindle {
 
 // Thread-safe. set() releases every waiter and every later wait() until reset().
+// A plain thread blocks on a futex where a fiber parks. set(), reset() and
+// is_set() never suspend.
 class Event {
  public:
   Event() = default;

@@ -19,7 +19,8 @@ void local_set(std::size_t key, void* value, void (*destroy)(void*));
 
 // Thread-safe to share; each fiber sees its own T, default-constructed on its
 // first get() and destroyed when the fiber ends (on the fiber). Meant to be
-// long-lived, like a thread_local: every FiberLocal takes a new key.
+// long-lived, like a thread_local: every FiberLocal takes a new key, and keys
+// are never reused. get() never suspends (it may allocate).
 template <class T>
 class FiberLocal {
  public:

@@ -1,5 +1,8 @@
 // io_op: the blocking-operation primitive. net/ and storage/ build every call
 // on it: one SQE on the calling worker's ring, the fiber parked until its CQE.
+// Any number of fibers may call io_op at once, each for its own operation; the
+// operation stays on the ring of the worker that issued it, while the fiber
+// may resume on another worker.
 #pragma once
 
 #include <type_traits>
@@ -16,7 +19,10 @@ struct IoOptions {
   // When it passes, the operation is cancelled (IORING_OP_ASYNC_CANCEL) and
   // the call returns errc::timed_out once the CQE arrives, unless the
   // operation completed first. Operation deadlines have the granularity of
-  // Config::timeout_wheel_tick.
+  // Config::timeout_wheel_tick, and are clamped to the timing wheel's horizon
+  // (at least the larger of Config::connect_timeout and read_write_timeout):
+  // a later deadline gives errc::timed_out early, the operation cancelled
+  // (net/ re-issues such an operation until the real deadline).
   Deadline deadline = kNoDeadline;
   // false for writes and syncs: never cancelled, not by abort and not at
   // shutdown; they always run to completion. Such an operation takes no

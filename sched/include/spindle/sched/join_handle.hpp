@@ -12,7 +12,8 @@ namespace spindle {
 
 // Move-only; not thread-safe (one owner), but the task it refers to may run
 // anywhere. Dropping the handle detaches: the task keeps running. Dropping a
-// handle never aborts.
+// handle never aborts. join() and get() suspend a fiber (a plain thread
+// blocks on a futex); the other calls never suspend.
 template <class T>
 class JoinHandle {
  public:

@@ -10,6 +10,7 @@ namespace spindle {
 // a plain thread blocks on a futex. FIFO: unlock() hands the mutex straight to
 // the longest waiter. Works with std::unique_lock and std::scoped_lock. Not
 // recursive. May be unlocked by a different fiber or thread than locked it.
+// try_lock() and unlock() never suspend.
 class Mutex {
  public:
   Mutex() = default;

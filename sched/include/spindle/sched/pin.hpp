@@ -11,6 +11,7 @@ class Worker;
 // resumes only on the worker it was on when the scope began, so thread_local
 // state (and code that caches it, such as some allocators and C libraries)
 // stays valid across blocking calls. Nests; the outermost scope decides.
+// Neither the constructor nor the destructor suspends.
 class PinToWorker {
  public:
   PinToWorker();  // throws std::logic_error outside a fiber

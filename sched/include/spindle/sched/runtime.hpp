@@ -1,5 +1,8 @@
 // Runtime: owns the configuration and runs a root fiber on a pool of workers.
 // RuntimeHandle: reach a running runtime from any thread.
+// Nothing here suspends a fiber: the spawn calls return at once, and
+// Runtime::run blocks the calling (plain) thread, which becomes worker 0, until
+// shutdown completes. Called on a worker it throws std::logic_error.
 #pragma once
 
 #include <exception>

@@ -11,6 +11,8 @@
 namespace spindle {
 
 // Thread-safe. FIFO: release() hands permits to the longest waiters first.
+// A plain thread blocks on a futex where a fiber parks. try_acquire(),
+// release() and available() never suspend.
 class Semaphore {
  public:
   explicit Semaphore(std::size_t permits = 0) noexcept : permits_(permits) {}

@@ -1,5 +1,7 @@
 // this_fiber: calls about the running fiber. Each also works on a plain thread
-// (outside any fiber) with the plain-thread meaning noted.
+// (outside any fiber) with the plain-thread meaning noted. Each acts on the
+// calling fiber only, so any number of fibers may call them at once.
+// id() and aborted() never suspend.
 #pragma once
 
 #include <chrono>

@@ -11,6 +11,8 @@ namespace spindle {
 
 // Thread-safe. add(n) before starting the work, done() as each piece ends,
 // wait() until the count is zero. The count going negative is a bug (abort).
+// A plain thread blocks on a futex where a fiber parks. add(), done() and
+// count() never suspend.
 class WaitGroup {
  public:
   explicit WaitGroup(std::int64_t count = 0) noexcept : count_(count) {}

@@ -48,7 +48,9 @@ struct WriteOptions {
 // Every call is fiber-only. Reads are cancellable (an abort of the calling
 // fiber ends them with errc::aborted). Writes, resizes and syncs are never
 // cancelled, not even at shutdown, which waits for them; an aborted fiber's
-// write still writes all of its bytes.
+// write still writes all of its bytes. The calls marked `Suspends:` park the
+// calling fiber (syncs and sync writes of one open also wait their turn on a
+// spindle::Mutex); partition(), name() and operator bool never suspend.
 class Blob {
  public:
   Blob() = default;  // an empty handle; every call on it is a bug
@@ -84,7 +86,12 @@ class Blob {
                         WriteOptions o = {}) const;
 
   // Sets the data length to `len`: truncates, or grows with zeros.
-  // Suspends: until the kernel has done it (IORING_OP_FTRUNCATE).
+  // IORING_OP_FTRUNCATE; before Linux 6.9, ftruncate() on the blocking pool,
+  // and there, unlike the rest of this class, an abort of the calling fiber
+  // is seen: the call returns errc::aborted, and the truncate may have run,
+  // be still running, or never run (a blocking task under an aborted fiber
+  // does not start).
+  // Suspends: until the kernel has done it.
   Result<void> resize(std::uint64_t len) const;
 
   // Makes every write and resize done so far durable (fdatasync). Syncs and

@@ -10,7 +10,8 @@
 namespace spindle::storage {
 
 // CRC-32C of `data`, continuing from `crc` (the value of a previous call, or 0
-// to start). Uses the SSE4.2 instruction when the CPU has it. Thread-safe.
+// to start). Uses the SSE4.2 instruction when the CPU has it. Thread-safe;
+// never suspends.
 std::uint32_t crc32c(std::span<const std::byte> data, std::uint32_t crc = 0) noexcept;
 
 inline std::uint32_t crc32c(std::string_view data, std::uint32_t crc = 0) noexcept {

@@ -9,6 +9,8 @@
 //
 // This is the reference's V1 layout (commonware's runtime) with spindle's
 // own magic and CRC-32C; there is no legacy layout to read.
+//
+// Pure functions on bytes: thread-safe, no I/O, never suspend.
 #pragma once
 
 #include <array>

@@ -1,5 +1,6 @@
 // Names on disk: the partition name rule, and a blob name's file name (the
 // lowercase hex of its bytes). A blob lives at <directory>/<partition>/<hex(name)>.
+// Pure functions on strings: thread-safe, no I/O, never suspend.
 #pragma once
 
 #include <optional>

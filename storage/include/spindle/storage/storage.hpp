@@ -24,11 +24,15 @@ struct StorageState;
 }
 
 // Copyable handle, thread-safe; every call is fiber-only. Metadata operations
-// (open, remove, scan) of one Storage run one at a time. Every file operation
-// goes through the calling worker's ring (OPENAT, STATX, MKDIRAT, UNLINKAT,
-// FTRUNCATE, FSYNC, READ, WRITE); the directory listing of scan and the
-// startup syncfs run on the blocking pool, and the .hold lock is one
-// non-blocking flock().
+// (open, remove, scan) of one Storage run one at a time: each holds a
+// spindle::Mutex, so a fiber waiting its turn parks (and abort does not end
+// that wait). Every file operation goes through the calling worker's ring
+// (OPENAT, STATX, MKDIRAT, UNLINKAT, FTRUNCATE, FSYNC, READ, WRITE); the
+// blocking pool runs what has no ring opcode: the directory listings of scan
+// and of remove(partition), removing a foreign subdirectory found in a
+// partition, the startup syncfs, and ftruncate before Linux 6.9. The .hold
+// lock is one non-blocking flock(). The calls marked `Suspends:` park the
+// calling fiber; directory() never suspends.
 class Storage {
  public:
   // Creates `dir` (and its parents) if missing, takes its exclusive .hold

@@ -1,4 +1,7 @@
 // Completion records: what every SQE's user_data points to.
+// Worker-affine, like the Ring they are used with. uring/ knows nothing of
+// fibers: nothing here suspends or blocks; sched/'s io_op parks the fiber
+// whose Operation is in flight.
 #pragma once
 
 #include <cstdint>

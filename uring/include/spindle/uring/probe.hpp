@@ -1,4 +1,7 @@
 // Kernel feature probe for io_uring, run once before a runtime takes resources.
+// Thread-safe (no shared state: it sets up and closes its own temporary
+// rings). Blocks the calling thread only for those few syscalls; never
+// suspends a fiber.
 #pragma once
 
 #include <string>

@@ -1,5 +1,8 @@
 // Ring: one io_uring instance, its in-flight cap with FIFO overflow, batched
 // submission, CQE dispatch and cancellation.
+// Worker-affine (see Ring). uring/ knows nothing of fibers: nothing here
+// suspends one. wait(), and the destructor while operations are pending,
+// block the calling thread; every other call returns without waiting.
 #pragma once
 
 #include <liburing.h>

@@ -1,5 +1,6 @@
 // WakeSource: an eventfd watched by a multishot poll in a ring, so another
 // thread can end the ring owner's blocking wait.
+// Nothing here blocks or suspends (the eventfd is non-blocking).
 #pragma once
 
 #include <cstdint>
