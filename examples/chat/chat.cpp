@@ -49,14 +49,16 @@ struct Member {
 };
 
 // What connection fibers tell the broadcaster, in the order they happened.
+// Each event holds its member: the connection may end before the
+// broadcaster gets to the event.
 struct Joined {
   std::shared_ptr<Member> member;
 };
 struct Left {
-  const Member* member;
+  std::shared_ptr<Member> member;
 };
 struct Said {
-  const Member* member;
+  std::shared_ptr<Member> member;
   std::string line;
 };
 using Event = std::variant<Joined, Left, Said>;
@@ -86,11 +88,11 @@ void broadcast(spindle::Channel<Event>& events) {
       deliver(m, fmt::format("* {} joined\n", m->name));
       members.push_back(std::move(joined->member));
     } else if (auto* left = std::get_if<Left>(&*event)) {
-      std::erase_if(members, [&](const auto& m) { return m.get() == left->member; });
-      deliver(left->member, fmt::format("* {} left\n", left->member->name));
+      std::erase_if(members, [&](const auto& m) { return m == left->member; });
+      deliver(left->member.get(), fmt::format("* {} left\n", left->member->name));
     } else {
       const auto& said = std::get<Said>(*event);
-      deliver(said.member, fmt::format("{}: {}\n", said.member->name, said.line));
+      deliver(said.member.get(), fmt::format("{}: {}\n", said.member->name, said.line));
     }
   }
 }
@@ -124,9 +126,9 @@ void serve_member(std::shared_ptr<Member> member, spindle::Channel<Event>& event
   });
   if (events.send(Joined{member})) {
     while (auto line = read_line(member->stream)) {
-      if (!events.send(Said{member.get(), std::move(*line)})) break;
+      if (!events.send(Said{member, std::move(*line)})) break;
     }
-    (void)events.send(Left{member.get()});
+    (void)events.send(Left{member});
   }
   member->disconnect();
   (void)writer.join();
