@@ -1,10 +1,13 @@
 # Third-party dependencies, all from Debian packages (scripts/bootstrap.sh installs them).
+# The minimum versions also go into the installed package (SpindleInstall.cmake).
+set(SPINDLE_LIBURING_MIN 2.3)
+set(SPINDLE_BOOST_MIN 1.74)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
-pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing>=2.3)
-find_package(Boost 1.74 REQUIRED COMPONENTS context)
+pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing>=${SPINDLE_LIBURING_MIN})
+find_package(Boost ${SPINDLE_BOOST_MIN} REQUIRED COMPONENTS context)
 find_package(fmt REQUIRED)
-if(SPINDLE_BUILD_APPS)
+if(SPINDLE_BUILD_APPS OR SPINDLE_BUILD_EXAMPLES)
   find_package(CLI11 REQUIRED)
 endif()
 if(SPINDLE_BUILD_TESTS)
