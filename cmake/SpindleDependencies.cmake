@@ -5,8 +5,11 @@ set(SPINDLE_BOOST_MIN 1.74)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBURING REQUIRED IMPORTED_TARGET liburing>=${SPINDLE_LIBURING_MIN})
-find_package(Boost ${SPINDLE_BOOST_MIN} REQUIRED COMPONENTS context)
+# Boost.Stacktrace (libbacktrace backend) symbolizes fiber dumps and stall reports.
+find_package(Boost ${SPINDLE_BOOST_MIN} REQUIRED COMPONENTS context stacktrace_backtrace)
 find_package(fmt REQUIRED)
+# Metrics (sched/): the core library only (registry, metric types, text format).
+find_package(prometheus-cpp CONFIG REQUIRED)
 if(SPINDLE_BUILD_APPS OR SPINDLE_BUILD_EXAMPLES)
   find_package(CLI11 REQUIRED)
 endif()

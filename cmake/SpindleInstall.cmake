@@ -61,3 +61,7 @@ set(SPINDLE_PC_PREFIX "\${pcfiledir}/${_spindle_pc_to_prefix}")
 configure_file(cmake/spindle.pc.in ${PROJECT_BINARY_DIR}/spindle.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/spindle.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The gdb extension (docs/debugging.md): `source <prefix>/share/spindle/gdb/spindle.py`.
+install(FILES ${PROJECT_SOURCE_DIR}/scripts/gdb/spindle.py
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/spindle/gdb)

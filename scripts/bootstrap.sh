@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   liburing-dev libboost-context-dev libboost-fiber-dev libboost-dev
-  libfmt-dev libcli11-dev catch2
+  libfmt-dev libcli11-dev catch2 prometheus-cpp-dev libboost-stacktrace-dev gdb
 )
 if [[ "${SPINDLE_BOOTSTRAP_EXTRA:-}" != "" ]]; then
   read -r -a extra <<<"$SPINDLE_BOOTSTRAP_EXTRA"

@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <string>
 #include <system_error>
 
 #include "spindle/sched/io.hpp"
+#include "spindle/sched/runtime.hpp"
 
 namespace spindle::apps {
 
@@ -18,6 +21,7 @@ StopSignal::StopSignal() {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
   if (const int rc = ::pthread_sigmask(SIG_BLOCK, &set, nullptr); rc != 0)
     throw std::system_error(rc, std::system_category(), "pthread_sigmask");
   // Non-blocking: it is read only after a POLL_ADD said it is readable.
@@ -32,8 +36,13 @@ StopSignal::~StopSignal() {
 Result<int> StopSignal::wait() {
   for (;;) {
     signalfd_siginfo info{};
-    if (::read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info))
-      return static_cast<int>(info.ssi_signo);
+    if (::read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+      if (info.ssi_signo != SIGUSR1) return static_cast<int>(info.ssi_signo);
+      const std::string dump = current_runtime().dump();
+      std::fputs(dump.c_str(), stderr);
+      std::fflush(stderr);
+      continue;
+    }
     const int fd = fd_;
     auto polled =
         io_op([fd](io_uring_sqe* sqe) noexcept { io_uring_prep_poll_add(sqe, fd, POLLIN); });

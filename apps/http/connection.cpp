@@ -6,6 +6,7 @@
 #include <string>
 
 #include "request_parser.hpp"
+#include "spindle/sched/runtime.hpp"
 #include "response.hpp"
 
 namespace spindle::apps::http {
@@ -28,6 +29,7 @@ Status status_for(const boost::beast::error_code& ec) {
 Status status_for(Route r) {
   switch (r) {
     case Route::kHello:
+    case Route::kMetrics:
       return Status::kOk;
     case Route::kMethodNotAllowed:
       return Status::kMethodNotAllowed;
@@ -102,9 +104,13 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
       if (*n == 0) return;  // the client closed (between requests, or mid-request: no answer)
     }
     const bool keep_alive = parser.keep_alive();
-    append_response(
-        out, status_for(parser.route()),
-        {.keep_alive = keep_alive, .head = parser.head(), .http10 = parser.version() < 11});
+    const ResponseShape shape{
+        .keep_alive = keep_alive, .head = parser.head(), .http10 = parser.version() < 11};
+    if (parser.route() == Route::kMetrics) {
+      append_ok(out, "text/plain; version=0.0.4", current_runtime().metrics_text(), shape);
+    } else {
+      append_response(out, status_for(parser.route()), shape);
+    }
     if (!keep_alive) {
       finish(stream, out);
       return;

@@ -1,6 +1,7 @@
 // spindle-http: an HTTP/1.1 server written as plain blocking code, one fiber
-// per connection. GET / answers "Hello, World!"; anything else 404 (405 for
-// other methods on /). Keep-alive and pipelining; 431/413 past the header
+// per connection. GET / answers "Hello, World!", GET /metrics the runtime's
+// metrics in the Prometheus text format; anything else 404 (405 for other
+// methods on those paths). Keep-alive and pipelining; 431/413 past the header
 // and body limits, 400 for malformed requests (then the connection closes);
 // idle connections close after --idle-timeout. SIGINT or SIGTERM stops
 // accepting, lets the responses in flight finish, and exits 0.

@@ -14,7 +14,8 @@ namespace spindle::apps::http {
 namespace beast_http = boost::beast::http;
 
 // What a request asks for, decided as soon as its request line is parsed.
-enum class Route : unsigned char { kHello, kNotFound, kMethodNotAllowed };
+// GET / is the hello response, GET /metrics the runtime's Prometheus text.
+enum class Route : unsigned char { kHello, kMetrics, kNotFound, kMethodNotAllowed };
 
 // One request: construct a new parser for each (Beast parsers do not reset).
 // The body is counted and dropped. Not thread-safe.
@@ -37,10 +38,10 @@ class RequestParser final : public beast_http::basic_parser<true> {
     // The path is what precedes '?' or '#'.
     const auto end = target.find_first_of("?#");
     const string_view path = end == string_view::npos ? target : target.substr(0, end);
-    if (path != "/") {
+    if (path != "/" && path != "/metrics") {
       route_ = Route::kNotFound;
     } else if (method == beast_http::verb::get || head_) {
-      route_ = Route::kHello;
+      route_ = path == "/" ? Route::kHello : Route::kMetrics;
     } else {
       route_ = Route::kMethodNotAllowed;
     }

@@ -52,16 +52,17 @@ std::string_view date_header() {
   return {cache.text, cache.size};
 }
 
-}  // namespace
-
-void append_response(std::string& out, Status status, const ResponseShape& shape) {
-  const Phrase p = phrase(status);
-  out += p.status_line;
+// The whole response: status line, headers, and `body` unless HEAD.
+void append(std::string& out, std::string_view status_line, std::string_view content_type,
+            std::string_view body, const ResponseShape& shape) {
+  out += status_line;
   out += "Server: spindle\r\n";
   out += date_header();
-  out += "Content-Type: text/plain\r\nContent-Length: ";
+  out += "Content-Type: ";
+  out += content_type;
+  out += "\r\nContent-Length: ";
   char length[24];
-  const auto end = std::to_chars(length, length + sizeof length, p.body.size()).ptr;
+  const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
   out.append(length, end);
   out += "\r\n";
   if (!shape.keep_alive) {
@@ -70,7 +71,19 @@ void append_response(std::string& out, Status status, const ResponseShape& shape
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
-  if (!shape.head) out += p.body;
+  if (!shape.head) out += body;
+}
+
+}  // namespace
+
+void append_response(std::string& out, Status status, const ResponseShape& shape) {
+  const Phrase p = phrase(status);
+  append(out, p.status_line, "text/plain", p.body, shape);
+}
+
+void append_ok(std::string& out, std::string_view content_type, std::string_view body,
+               const ResponseShape& shape) {
+  append(out, phrase(Status::kOk).status_line, content_type, body, shape);
 }
 
 void append_continue(std::string& out) { out += "HTTP/1.1 100 Continue\r\n\r\n"; }

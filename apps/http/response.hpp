@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace spindle::apps::http {
 
@@ -25,6 +26,10 @@ struct ResponseShape {
 // Content-Length, Connection when needed, body) to `out`. The body is
 // "Hello, World!" for 200 and the reason phrase otherwise.
 void append_response(std::string& out, Status status, const ResponseShape& shape);
+
+// Appends a 200 response with `body` of type `content_type`.
+void append_ok(std::string& out, std::string_view content_type, std::string_view body,
+               const ResponseShape& shape);
 
 // Appends "HTTP/1.1 100 Continue" (for a client that sent Expect: 100-continue).
 void append_continue(std::string& out);

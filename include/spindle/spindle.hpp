@@ -25,6 +25,7 @@
 #include "spindle/sched/pin.hpp"
 #include "spindle/sched/runtime.hpp"
 #include "spindle/sched/semaphore.hpp"
+#include "spindle/sched/stop.hpp"
 #include "spindle/sched/this_fiber.hpp"
 #include "spindle/sched/wait_group.hpp"
 #include "spindle/storage/blob.hpp"

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "socket_ops.hpp"
+#include "spindle/sched/detail/metrics.hpp"
 
 namespace spindle::net {
 
@@ -58,6 +59,7 @@ Result<TcpStream> TcpListener::accept(Timeout timeout) {
       return failure(r.error());
     }
     const int conn = *r;
+    spindle::detail::count(spindle::detail::Stat::kInboundConnections);
     detail::apply_stream_options(conn, current_config());
     auto addr = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&peer), len);
     return TcpStream(conn, addr ? *addr : SocketAddress());

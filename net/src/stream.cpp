@@ -23,9 +23,13 @@
 #include <utility>
 
 #include "socket_ops.hpp"
+#include "spindle/sched/detail/metrics.hpp"
 
 namespace spindle::net {
 namespace {
+
+using spindle::detail::count;
+using spindle::detail::Stat;
 
 // One SQE moves at most this much (its length field is 32 bits); longer
 // calls loop.
@@ -83,6 +87,7 @@ Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout)
     };
     auto r = io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
     if (r) {
+      count(Stat::kOutboundConnections);
       detail::apply_stream_options(fd, config);
       return TcpStream(fd, peer);
     }
@@ -111,6 +116,7 @@ Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadli
     read_poisoned_ = true;
     return failure(r.error());
   }
+  count(Stat::kInboundBandwidth, static_cast<std::size_t>(*r));
   return static_cast<std::size_t>(*r);
 }
 
@@ -213,6 +219,7 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());
     }
+    count(Stat::kOutboundBandwidth, static_cast<std::size_t>(*r));
     done += static_cast<std::size_t>(*r);
   }
   return {};
@@ -267,6 +274,7 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
     }
     // Advance past the bytes sent.
     auto sent = static_cast<std::size_t>(*r);
+    spindle::detail::count(Stat::kOutboundBandwidth, sent);
     while (sent > 0) {
       const std::size_t left = bufs[index].iov_len - offset;
       if (sent < left) {

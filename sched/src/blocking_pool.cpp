@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "metrics.hpp"
+
 namespace spindle::detail {
 namespace {
 constexpr auto kKeepAlive = std::chrono::seconds(10);
@@ -49,6 +51,7 @@ void BlockingPool::close() {
     t->discard();
     t->abort_tree();
     t->detach();
+    if (TaskRecord* r = t->record) count_task_finish(r, r->shared_slot);
     t->finish(Task::Outcome::kAborted, nullptr);
     t->unref();
   }
@@ -92,6 +95,8 @@ void BlockingPool::worker_main() {
     }
     task->abort_tree();
     task->detach();
+    // Before finish(): a joiner that scrapes sees the task no longer running.
+    if (TaskRecord* r = task->record) count_task_finish(r, r->shared_slot);
     task->finish(outcome, error);
     if (outcome == Task::Outcome::kException) on_exception_(task);
     task->unref();

@@ -8,7 +8,8 @@ Result<bool> CondVar::wait_until(std::unique_lock<Mutex>& lock, Deadline deadlin
   lock_.lock();
   // Queued before the mutex is released, so a notify after the unlock finds us.
   lock.unlock();
-  const auto reason = detail::wait_in(waiters_, node, lock_, deadline);
+  const auto reason =
+      detail::wait_in(waiters_, node, lock_, deadline, detail::ParkKind::kInterruptible, "condvar");
   lock.lock();
   return detail::timed_result(reason);
 }

@@ -54,6 +54,10 @@ void Config::validate() {
   if (read_buffer_size < 1 || read_buffer_size > kMaxReadBuffer)
     invalid(fmt::format("read_buffer_size ({}) must be between 1 and {} bytes", read_buffer_size,
                         kMaxReadBuffer));
+  if (stall_threshold < std::chrono::milliseconds::zero() ||
+      stall_threshold > std::chrono::hours(1))
+    invalid(fmt::format("stall_threshold ({} ms) must be between 0 (off) and 1 hour",
+                        stall_threshold.count()));
   const auto horizon = std::max(connect_timeout, read_write_timeout);
   const auto ticks = (horizon.count() + timeout_wheel_tick.count() - 1) / timeout_wheel_tick.count();
   if (static_cast<std::uint64_t>(ticks) + 1 > kMaxWheelSlots)

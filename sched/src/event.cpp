@@ -25,7 +25,8 @@ Result<bool> Event::wait_until(Deadline deadline) {
     return true;
   }
   detail::WaitNode node;
-  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline));
+  return detail::timed_result(
+      detail::wait_in(waiters_, node, lock_, deadline, detail::ParkKind::kInterruptible, "event"));
 }
 
 Result<void> Event::wait() {

@@ -15,6 +15,7 @@ namespace {
 void prepare_thunk(uring::Operation* op, io_uring_sqe* sqe) noexcept {
   auto* r = static_cast<IoRequest*>(op);
   r->prepare_fn(r->prepare_ctx, sqe);
+  r->opcode = sqe->opcode;
 }
 
 // On the owning worker, when the op's CQE (and any cancel's CQE) arrived: the
@@ -86,6 +87,7 @@ Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options) {
     r.epoch = ++f->epoch;
     r.deadline = options.deadline;
     f->io_op = &r;
+    f->waiting_on = "io";
     Suspend s;
     s.kind = Suspend::Kind::kPark;
     s.park = ParkKind::kIo;

@@ -33,6 +33,9 @@ struct IoRequest : uring::Operation {
   IoDeadline deadline_entry;
   int result = 0;
   std::uint32_t cqe_flags = 0;
+  // The SQE's opcode once prepared, for dumps; kNotPrepared while queued.
+  static constexpr std::uint8_t kNotPrepared = 0xff;
+  std::uint8_t opcode = kNotPrepared;
   const bool cancellable;
   bool timed_out = false;  // the deadline expired and cancelled it
   bool aborted = false;    // an abort cancelled it

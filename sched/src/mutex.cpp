@@ -11,7 +11,7 @@ void Mutex::lock() noexcept {
   }
   detail::WaitNode node;
   // Uninterruptible and untimed: only unlock()'s hand-over ends it.
-  detail::wait_in(waiters_, node, lock_, kNoDeadline, detail::ParkKind::kUninterruptible);
+  detail::wait_in(waiters_, node, lock_, kNoDeadline, detail::ParkKind::kUninterruptible, "mutex");
 }
 
 bool Mutex::try_lock() noexcept {

@@ -45,6 +45,20 @@ void Node::detach() noexcept {
   parent->unref();
 }
 
+void Node::collect_children(std::vector<Node*>& out) {
+  lock_.lock();
+  try {
+    for (Node* c = first_child_; c; c = c->next_sibling_) {
+      out.push_back(c);
+      c->ref();
+    }
+  } catch (...) {
+    lock_.unlock();
+    throw;
+  }
+  lock_.unlock();
+}
+
 bool Node::mark_aborted(Node*& worklist) noexcept {
   lock_.lock();
   if (aborted_.load(std::memory_order_relaxed)) {

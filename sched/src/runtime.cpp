@@ -50,11 +50,13 @@
 #include <stdexcept>
 #include <thread>
 
+#include "coarse_clock.hpp"
 #include "scheduler.hpp"
 #include "spindle/fiber/overflow.hpp"
 #include "spindle/sched/context.hpp"
 #include "spindle/sched/runtime.hpp"
 #include "spindle/uring/probe.hpp"
+#include "stall_detector.hpp"
 #include "worker.hpp"
 
 namespace spindle {
@@ -108,6 +110,22 @@ void worker_thread(std::shared_ptr<Scheduler> s, std::size_t index) {
   s->wait_workers_done();
 }
 
+// The runtime_tasks_* record of a task launched from this thread, and the
+// slot its spawn counts in. Null if interning failed (out of memory): the
+// task then goes uncounted rather than unlaunched.
+std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::string_view name,
+                                               Execution execution, TaskKind kind) noexcept {
+  try {
+    if (w && &w->scheduler() == &s && w->kind() == Worker::Kind::kPool) {
+      return {w->task_record(name, execution, kind), w->index()};
+    }
+    TaskRecord* r = s.metrics->intern(name, execution, kind);
+    return {r, r->shared_slot};
+  } catch (...) {
+    return {nullptr, 0};
+  }
+}
+
 // Completes a fiber that will never run.
 void retire_unrun(Fiber* f) {
   f->discard();
@@ -130,9 +148,11 @@ std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
 
 Node& root_node(Scheduler& scheduler) noexcept { return *scheduler.root; }
 
+Stopper& stopper(Scheduler& scheduler) noexcept { return *scheduler.stopper; }
+
 bool accepting(const Scheduler& scheduler) noexcept { return scheduler.accepting(); }
 
-void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root) {
+void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* live) {
   try {
     uring::require_kernel_support();
     static std::once_flag handler_once;
@@ -144,10 +164,13 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root) {
   root->root = true;
   root->name = "root";
   root->id = s->allocate_id_block(1);
+  root->spawned_ms = coarse_now_ms();
   root->ref();  // the scheduler's: RuntimeHandles may reach the root node after run()
   s->root = root;
   s->workers.assign(s->config.workers, nullptr);
   s->count_spawn();  // not on a worker yet: counted as foreign
+  root->record = record_for(*s, nullptr, root->name, Execution::kShared, TaskKind::kRoot).first;
+  count_task_spawn(root->record, root->record ? root->record->shared_slot : 0);
 
   std::optional<Worker> w0;
   std::vector<std::thread> threads;
@@ -156,6 +179,7 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root) {
     for (auto& t : threads) t.join();
     w0.reset();
     s->count_finish();
+    count_task_finish(root->record, root->record ? root->record->shared_slot : 0);
     retire_unrun(root);
     std::rethrow_exception(error);
   };
@@ -178,7 +202,14 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root) {
 
   root->pinned = &*w0;
   w0->push_ready(root);
-  w0->run_pool();
+  // Published once the root is set up: a dump from another thread reads it.
+  if (live) live->set(s);
+  {
+    std::optional<StallDetector> watchdog;
+    if (s->config.stall_threshold.count() > 0)
+      watchdog.emplace(*s, s->config.stall_threshold, s->config.on_stall);
+    w0->run_pool();
+  }
 
   s->worker_done();
   s->wait_workers_done();
@@ -186,19 +217,36 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root) {
   for (auto& t : threads) t.join();
   s->join_dedicated();
   s->blocking.close();
+  // Never stopped, never will be: free plain threads still waiting on a signal.
+  s->stopper->close();
   if (auto failure = s->failure()) std::rethrow_exception(failure);
 }
 
-void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name) {
+void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name,
+            const std::shared_ptr<const Identity>& identity) {
   Scheduler& s = fiber->scheduler();
   Worker* w = current_worker();
   fiber->id = (w && &w->scheduler() == &s) ? w->allocate_id() : s.allocate_id_block(1);
+  fiber->spawned_ms = w ? w->batch_ms() : coarse_now_ms();
+  if (identity) {
+    fiber->identity = identity;
+    if (name.empty()) name = identity->label;
+  }
   if (!name.empty()) fiber->name = name;
+  const auto [record, slot] =
+      record_for(s, w, name,
+                 placement == Placement::kDedicated ? Execution::kDedicated : Execution::kShared,
+                 TaskKind::kTask);
+  fiber->record = record;
+  // Counted even if refused below, and then finished at once (as the
+  // reference does): runtime_tasks_spawned_total counts attempts.
+  count_task_spawn(record, slot);
   // Counted before adoption: a spawn that gets past adopt() is visible to the
   // shutdown count through the supervision lock.
   s.count_spawn();
   if (!s.accepting() || !parent.adopt(fiber)) {
     fiber->discard();
+    count_task_finish(record, slot);
     fiber->finish(Task::Outcome::kAborted, nullptr);
     s.count_finish();
     fiber->unref();
@@ -211,8 +259,13 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
   }
 }
 
-void launch_blocking(Scheduler& s, BlockingTask* task, Node& parent) {
+void launch_blocking(Scheduler& s, BlockingTask* task, Node& parent, const Identity* identity) {
+  const auto [record, slot] = record_for(s, current_worker(), identity ? identity->label : "",
+                                         Execution::kBlocking, TaskKind::kTask);
+  task->record = record;
+  count_task_spawn(record, slot);
   if (!s.accepting() || !parent.adopt(task) || !s.blocking.submit(task)) {
+    count_task_finish(record, slot);
     task->discard();
     task->abort_tree();
     task->detach();
@@ -246,7 +299,7 @@ Fiber& current_spawner() {
 Context this_fiber::context() {
   detail::Fiber* f = detail::current_fiber();
   if (!f) throw std::logic_error("spindle::this_fiber::context() called outside a fiber");
-  return Context(f->scheduler(), *f);
+  return Context(f->scheduler(), *f, f->identity);
 }
 
 Runtime::Runtime(Config config) : config_(config) { config_.validate(); }

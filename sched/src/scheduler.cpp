@@ -28,10 +28,14 @@ std::string describe_exception(const std::exception_ptr& e) {
   }
 }
 
+Scheduler* debug_schedulers = nullptr;
+std::mutex debug_schedulers_mutex;
+
 Scheduler::Scheduler(const Config& c)
     : config(c),
       stack_pool(c.stack_size),
       idle(c.workers),
+      metrics(std::make_shared<Metrics>(c.workers)),
       blocking(c.blocking_threads, [this](BlockingTask* t) {
         if (!config.catch_exceptions) {
           fail(t->exception());
@@ -39,10 +43,22 @@ Scheduler::Scheduler(const Config& c)
           fmt::print(stderr, "spindle: blocking task exited by exception: {}\n",
                      describe_exception(t->exception()));
         }
-      }) {}
+      }) {
+  metrics->attach_global_queue(&global);
+  std::lock_guard lock(debug_schedulers_mutex);
+  debug_next = debug_schedulers;
+  debug_schedulers = this;
+}
 
 Scheduler::~Scheduler() {
+  {
+    std::lock_guard lock(debug_schedulers_mutex);
+    Scheduler** link = &debug_schedulers;
+    while (*link != this) link = &(*link)->debug_next;
+    *link = debug_next;
+  }
   SPINDLE_ASSERT(stack_pool.in_use() == 0, "a fiber stack outlived its runtime");
+  metrics->attach_global_queue(nullptr);
   if (root) root->unref();
 }
 
@@ -157,6 +173,7 @@ void Scheduler::start_dedicated(Fiber* fiber) {
       fiber->discard();
       fiber->abort_tree();
       fiber->detach();
+      if (TaskRecord* r = fiber->record) count_task_finish(r, r->shared_slot);
       fiber->finish(Task::Outcome::kAborted, nullptr);
       s.count_finish();
       fiber->unref();

@@ -15,9 +15,12 @@
 #include "blocking_pool.hpp"
 #include "global_queue.hpp"
 #include "idle_set.hpp"
+#include "metrics.hpp"
+#include "roster.hpp"
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
+#include "stopper.hpp"
 
 namespace spindle::detail {
 
@@ -25,6 +28,13 @@ class Worker;
 
 // what() of the exception, for logs.
 std::string describe_exception(const std::exception_ptr& e);
+
+class Scheduler;
+
+// Every live scheduler, newest first, linked through debug_next: the roots
+// from which a debugger finds fibers (scripts/gdb/spindle.py).
+extern Scheduler* debug_schedulers;
+extern std::mutex debug_schedulers_mutex;
 
 // Thread-safe unless noted.
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
@@ -36,7 +46,17 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   fiber::StackPool stack_pool;
   GlobalQueue global;
   IdleSet idle;
+  // Runtime and user metrics. Before `blocking`: the pool's last completions
+  // count into it. A shared_ptr: the Runtime keeps the final values.
+  const std::shared_ptr<Metrics> metrics;
   BlockingPool blocking;
+  Roster roster;
+  std::mutex dump_mutex;  // one dump at a time
+  // Context::stop / stopped. A shared_ptr: StopSignals may outlive the run.
+  const std::shared_ptr<Stopper> stopper = std::make_shared<Stopper>();
+
+  // Link in debug_schedulers (guarded by debug_schedulers_mutex).
+  Scheduler* debug_next = nullptr;
 
   // Pool workers by index; filled during startup, stable until teardown.
   std::vector<Worker*> workers;

@@ -12,7 +12,8 @@ Result<bool> Semaphore::acquire_until(Deadline deadline) {
   }
   detail::WaitNode node;
   // A notify hands this waiter one permit (release() does not add it to permits_).
-  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline));
+  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline,
+                                              detail::ParkKind::kInterruptible, "semaphore"));
 }
 
 Result<void> Semaphore::acquire() {

@@ -11,7 +11,9 @@ Result<void> Task::wait_done() noexcept {
     join_lock_.unlock();
     return {};
   }
-  if (wait_in(joiners_, node, join_lock_, kNoDeadline) == WakeReason::kNotified) return {};
+  if (wait_in(joiners_, node, join_lock_, kNoDeadline, ParkKind::kInterruptible, "join") ==
+      WakeReason::kNotified)
+    return {};
   return failure(errc::aborted);
 }
 

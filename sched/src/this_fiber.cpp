@@ -29,6 +29,7 @@ Result<void> sleep_until(Deadline deadline) {
   if (f->aborted()) return failure(errc::aborted);
   if (deadline <= Clock::now()) return {};
   ++f->epoch;
+  f->waiting_on = "sleep";
   detail::Suspend s;
   s.kind = detail::Suspend::Kind::kPark;
   s.park = detail::ParkKind::kInterruptible;

@@ -116,9 +116,9 @@ std::size_t WaitQueue::notify_all(WakeReason reason) noexcept {
 }
 
 WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline deadline,
-                   ParkKind kind) noexcept {
+                   ParkKind kind, const char* what) noexcept {
   queue.push_back(&node);
-  const WakeReason reason = wait(node, lock, deadline, kind);
+  const WakeReason reason = wait(node, lock, deadline, kind, what);
   // Notifiers hold the lock while they notify, and may still be walking the
   // queue when this waiter runs again. Taking the lock once more means the
   // notifier is done with the primitive, so the caller may destroy it as soon
@@ -136,10 +136,12 @@ bool current_aborted() noexcept {
   return f && f->aborted();
 }
 
-WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind) noexcept {
+WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind,
+                const char* what) noexcept {
   if (!node.fiber) return thread_wait(node, lock, deadline);
   Fiber* f = node.fiber;
   SPINDLE_DCHECK(f == current_fiber() && node.epoch == f->epoch);
+  f->waiting_on = what;
   Suspend s;
   s.kind = Suspend::Kind::kPark;
   s.park = kind;

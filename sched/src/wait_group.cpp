@@ -27,7 +27,8 @@ Result<bool> WaitGroup::wait_until(Deadline deadline) {
     return true;
   }
   detail::WaitNode node;
-  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline));
+  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline,
+                                              detail::ParkKind::kInterruptible, "wait_group"));
 }
 
 Result<void> WaitGroup::wait() {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "coarse_clock.hpp"
 #include "io_request.hpp"
 #include "scheduler.hpp"
 #include "fence.hpp"
@@ -89,12 +90,16 @@ Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
         "(a fiber cannot run a nested runtime)");
   }
   fiber::ensure_signal_stack();
+  stats_ = kind == Kind::kPool ? &scheduler.metrics->pool_slot(index)
+                               : scheduler.metrics->acquire_dedicated_slot();
   t_worker = this;
 }
 
 Worker::~Worker() {
   apply_mail();  // drops the fiber references of late cancel requests
   SPINDLE_ASSERT(ring_.pending() == 0, "a worker stopped with operations in flight");
+  stats_->set(Stat::kPendingOperations, 0);
+  if (kind_ == Kind::kDedicated) scheduler_.metrics->release_dedicated_slot(stats_);
   t_worker = nullptr;
 }
 
@@ -104,6 +109,12 @@ std::uint64_t Worker::allocate_id() noexcept {
     id_end_ = id_next_ + kIdBlock;
   }
   return id_next_++;
+}
+
+TaskRecord* Worker::intern_record(std::string_view name, Execution execution, TaskKind kind) {
+  TaskRecord* r = scheduler_.metrics->intern(name, execution, kind);
+  records_[records_next_++ % records_.size()] = r;
+  return r;
 }
 
 void Worker::push_ready(Fiber* f, bool is_new) noexcept {
@@ -180,7 +191,9 @@ void Worker::resume_one(Fiber* f) noexcept {
   const EhGlobals mine = *eh;
   eh->caught = f->eh_state[0];
   eh->uncaught = static_cast<unsigned int>(reinterpret_cast<std::uintptr_t>(f->eh_state[1]));
+  stall_probe_.begin_turn();
   void* data = fiber::switch_context(context_, *f->context, nullptr);
+  stall_probe_.end_turn();
   f->eh_state[0] = eh->caught;
   f->eh_state[1] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(eh->uncaught));
   *eh = mine;
@@ -258,6 +271,9 @@ void Worker::retire(Fiber* f) noexcept {
   // closes to further spawns.
   f->abort_tree();
   f->detach();
+  // Before finish(): a joiner that scrapes sees the task no longer running.
+  if (TaskRecord* r = f->record)
+    count_task_finish(r, kind_ == Kind::kPool ? index_ : r->shared_slot);
   f->finish(outcome, std::move(error));
   if (f->root) scheduler_.begin_shutdown();
   if (f == dedicated_root_) dedicated_done_ = true;
@@ -317,6 +333,7 @@ Fiber* Worker::next_fiber() noexcept {
 }
 
 void Worker::run_batch() noexcept {
+  batch_ms_ = coarse_now_ms();
   for (int n = 0; n < kBatch; ++n) {
     Fiber* f = next_fiber();
     if (!f) return;
@@ -340,6 +357,7 @@ Fiber* Worker::search() noexcept {
     Worker* victim = scheduler_.workers[(start + i) % n];
     if (victim != this) f = victim->run_queue().steal_into(run_queue_);
   }
+  if (f) stats_->add(Stat::kSteals, 1);
   if (!f) f = take_global();
   searching_ = false;
   const bool last = scheduler_.idle.end_search();
@@ -378,6 +396,8 @@ void Worker::apply_mail() noexcept {
 
 void Worker::service() noexcept {
   ring_.service();
+  // Mirrored for scrapes on other threads (the ring is this thread's alone).
+  stats_->set(Stat::kPendingOperations, ring_.pending());
   if (timers_.size() != 0 || !wheel_.empty()) {
     const Deadline now = Clock::now();
     timers_.expire(now, [](Fiber* f, std::uint64_t epoch) {
@@ -394,7 +414,8 @@ bool Worker::quit() const noexcept {
 }
 
 bool Worker::has_work_anywhere() const noexcept {
-  if (next_ || !run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit()) {
+  if (next_ || !run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit() ||
+      scheduler_.roster.pause_requested()) {
     return true;
   }
   if (kind_ == Kind::kPool) {
@@ -424,6 +445,7 @@ void Worker::park() noexcept {
   if (kind_ == Kind::kPool) scheduler_.idle.set_idle(index_);
   full_fence();
   if (!has_work_anywhere()) {
+    stats_->add(Stat::kWorkerParks, 1);
     if (ring_.pending() > 0) {
       // I/O in flight: block in the ring, so completions end the wait too.
       wake_source_.arm(ring_);
@@ -442,7 +464,9 @@ void Worker::park() noexcept {
 }
 
 void Worker::run_pool() {
+  scheduler_.roster.join(this);
   for (;;) {
+    scheduler_.roster.hold_if_requested(this);
     run_batch();
     service();
     if (next_ || !run_queue_.empty() || !pinned_ready_.empty()) continue;
@@ -459,18 +483,22 @@ void Worker::run_pool() {
       if (Fiber* f = search()) resume(f);
     }
   }
+  scheduler_.roster.leave(this);
 }
 
 void Worker::run_dedicated(Fiber* root) {
   dedicated_root_ = root;
   root->pinned = this;
   pinned_ready_.push(root);
+  scheduler_.roster.join(this);
   while (!dedicated_done_) {
+    scheduler_.roster.hold_if_requested(this);
     run_batch();
     service();
     if (!pinned_ready_.empty() || dedicated_done_) continue;
     park();
   }
+  scheduler_.roster.leave(this);
 }
 
 bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {

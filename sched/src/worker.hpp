@@ -2,11 +2,13 @@
 // stack cache and idle spinner.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "mailbox.hpp"
+#include "metrics.hpp"
 #include "parker.hpp"
 #include "run_queue.hpp"
 #include "spindle/fiber/context.hpp"
@@ -15,6 +17,7 @@
 #include "spindle/uring/ring.hpp"
 #include "spindle/uring/wake_source.hpp"
 #include "spinner.hpp"
+#include "stall_detector.hpp"
 #include "timeout_wheel.hpp"
 #include "timer_heap.hpp"
 
@@ -128,10 +131,28 @@ class Worker {
   // Fiber ids handed out by this worker come from a private block.
   std::uint64_t allocate_id() noexcept;
 
+  // This worker's runtime counters (metrics.hpp): written only here.
+  StatSlot& stats() noexcept { return *stats_; }
+  // The task record of (name, execution, kind) through a small cache keyed by
+  // the name's content, so most spawns take no lock. Pool workers only.
+  TaskRecord* task_record(std::string_view name, Execution execution, TaskKind kind) {
+    for (TaskRecord* r : records_) {
+      if (r && r->matches(name, execution, kind)) return r;
+    }
+    return intern_record(name, execution, kind);
+  }
+
+  // coarse_now_ms() as of the start of the current batch of fiber turns.
+  std::uint64_t batch_ms() const noexcept { return batch_ms_; }
+
   // Any thread: a park with a timer here ended another way.
   void note_timer_stale() noexcept { timers_.note_stale(); }
 
+  // Read by the stall detector (any thread) and this worker's signal handler.
+  StallProbe& stall_probe() noexcept { return stall_probe_; }
+
  private:
+  TaskRecord* intern_record(std::string_view name, Execution execution, TaskKind kind);
   void resume(Fiber* f) noexcept;
   void resume_one(Fiber* f) noexcept;
   void start(Fiber* f) noexcept;
@@ -176,6 +197,11 @@ class Worker {
   std::uint64_t id_next_ = 0;
   std::uint64_t id_end_ = 0;
   EhGlobals* const eh_;  // this thread's, fixed for its lifetime
+  StallProbe stall_probe_;
+  StatSlot* stats_ = nullptr;             // a pool worker's slot, or a dedicated one until ~Worker
+  std::array<TaskRecord*, 4> records_{};  // task_record()'s cache
+  std::uint32_t records_next_ = 0;        // the cache entry replaced next
+  std::uint64_t batch_ms_ = 0;
 };
 
 // The worker on this thread, or null. Never inlined (see current_fiber()).

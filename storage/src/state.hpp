@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "file_ops.hpp"
+#include "spindle/sched/detail/metrics.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/mutex.hpp"
 
@@ -43,6 +44,8 @@ struct BlobState {
   std::string name;
   std::string key;  // "<partition>/<hex name>"
   Fd fd;
+  // runtime_open_blobs: +1 while this open lives.
+  spindle::detail::StatHold open_blob{spindle::detail::Stat::kOpenBlobs};
   // Set once RWF_DONTCACHE came back EOPNOTSUPP: the hint is dropped from then on.
   std::atomic<bool> dont_cache_unsupported{false};
   // Serializes this open's syncs and sync writes, so that each sees the

@@ -75,3 +75,20 @@ TEST_CASE("spindle-echo exits non-zero with a clear message when the port is tak
   CHECK_THAT(bad.err, Catch::Contains("not an IPv4 address"));
   CHECK(first.stop() == 0);
 }
+
+TEST_CASE("spindle-echo prints a fiber dump on SIGUSR1 and keeps serving", "[integration][echo]") {
+  Server server(kEcho);
+  Client client(server.port());
+  REQUIRE(client.send_all("before"));
+  REQUIRE(client.recv_n(6) == "before");
+  server.process().signal(SIGUSR1);
+  // The connection is still served after the dump.
+  REQUIRE(client.send_all("after"));
+  CHECK(client.recv_n(5) == "after");
+  CHECK(server.stop(SIGTERM) == 0);
+  const std::string err = server.process().err();
+  INFO(err);
+  CHECK_THAT(err, Catch::Contains("live tasks"));
+  CHECK_THAT(err, Catch::Contains("'root': running (this dump)"));
+  CHECK_THAT(err, Catch::Contains("parked (io accept)"));
+}

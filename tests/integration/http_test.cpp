@@ -1,10 +1,12 @@
-// spindle-http driven by real clients: curl (keep-alive, limits, garbage)
-// and a short bounded wrk run, plus raw sockets for pipelining and stops.
+// spindle-http driven by real clients: curl (keep-alive, limits, garbage,
+// /metrics) and short bounded wrk runs, plus raw sockets for pipelining and
+// stops.
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "exposition.hpp"
 #include "process.hpp"
 #include "skip.hpp"
 
@@ -217,5 +219,67 @@ TEST_CASE("wrk -t1 -c64 -d3s completes with no socket errors", "[integration][ht
   CHECK_THAT(r.out, Catch::Contains("requests in"));
   CHECK(r.out.find("Socket errors") == std::string::npos);
   CHECK(r.out.find("Non-2xx") == std::string::npos);
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl: GET /metrics answers the Prometheus text exposition", "[integration][http]") {
+  need("curl");
+  Server server(kHttp);
+  // Two requests on one connection: the second sees the first counted.
+  auto r = run_program(
+      {"curl", "-sv", "--http1.1", "--max-time", "10", server.url("/"), server.url("/metrics")},
+      Ms(20'000));
+  REQUIRE(r.code == 0);
+  CHECK(count_of(r.err, "< Content-Type: text/plain; version=0.0.4") == 1);
+  REQUIRE(r.out.starts_with("Hello, World!"));
+  const std::string text = r.out.substr(13);
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("# TYPE runtime_tasks_spawned_total counter"));
+  CHECK_THAT(text, Catch::Contains("# TYPE runtime_tasks_running gauge"));
+  const auto samples = spindle::test::parse_exposition(text);
+  CHECK(spindle::test::metric_value(samples, "runtime_inbound_connections_total") >= 1);
+  CHECK(spindle::test::metric_value(samples, "runtime_inbound_bandwidth_total") > 0);
+  CHECK(spindle::test::metric_value(samples, "runtime_outbound_bandwidth_total") >= 13);
+  CHECK(spindle::test::metric_value(samples, "runtime_tasks_running", {{"kind", "root"}}) == 1);
+  CHECK(spindle::test::metric_value(samples, "runtime_pending_operations") >= 1);  // accept
+  CHECK(spindle::test::metric_value(samples, "runtime_global_queue_depth").has_value());
+  auto post = run_program({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
+                           "10", "-d", "x=1", server.url("/metrics")},
+                          Ms(20'000));
+  CHECK(post.out == "405");
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("curl scrapes /metrics while wrk -t1 -c16 -d2s loads the server", "[integration][http]") {
+  need("curl");
+  need("wrk");
+  Server server(kHttp);
+  spindle::test::Process wrk({"wrk", "-t1", "-c16", "-d2s", server.url("/")});
+  double last_connections = 0;
+  double last_bytes = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto r = run_program({"curl", "-s", "--max-time", "10", server.url("/metrics")}, Ms(20'000));
+    REQUIRE(r.code == 0);
+    INFO(r.out);
+    const auto samples = spindle::test::parse_exposition(r.out);
+    const auto connections =
+        spindle::test::metric_value(samples, "runtime_inbound_connections_total");
+    const auto bytes = spindle::test::metric_value(samples, "runtime_outbound_bandwidth_total");
+    REQUIRE(connections.has_value());
+    REQUIRE(bytes.has_value());
+    CHECK(*connections >= last_connections);  // counters never go back
+    CHECK(*bytes >= last_bytes);
+    last_connections = *connections;
+    last_bytes = *bytes;
+    ::usleep(300'000);
+  }
+  const auto code = wrk.wait(Ms(60'000));
+  INFO(wrk.out() << wrk.err());
+  REQUIRE(code == 0);
+  CHECK(wrk.out().find("Socket errors") == std::string::npos);
+  // wrk's 16 connections and every scrape's, all counted.
+  auto r = run_program({"curl", "-s", "--max-time", "10", server.url("/metrics")}, Ms(20'000));
+  REQUIRE(r.code == 0);
+  CHECK(spindle::test::metric_value(r.out, "runtime_inbound_connections_total") >= 16 + 5);
   CHECK(server.stop() == 0);
 }

@@ -27,6 +27,9 @@ inline std::size_t open_fd_count() {
   return n;
 }
 
+// The stall detector is off in runtimes made by these helpers: a test that
+// blocks a worker on purpose should not print stall reports.
+
 // Runs `body` as the root fiber on each worker count. `body` must be
 // copyable (it runs once per count).
 template <class F>
@@ -38,6 +41,7 @@ void on_workers(F body, std::initializer_list<std::size_t> counts = {1, 2, 4},
     {
       Config c = base;
       c.workers = workers;
+      c.stall_threshold = std::chrono::milliseconds(0);
       Runtime rt(c);
       rt.run(body);
     }
@@ -63,6 +67,7 @@ bool eventually(P pred) {
 // Runs `body` once as the root fiber with `config` and returns its value.
 template <class F>
 auto run(F&& body, Config config = {}) {
+  config.stall_threshold = std::chrono::milliseconds(0);
   Runtime rt(config);
   return rt.run(std::forward<F>(body));
 }

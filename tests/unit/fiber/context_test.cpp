@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "skip.hpp"
 #include "spindle/fiber/stack.hpp"
 
 namespace spindle::fiber {
@@ -277,4 +278,73 @@ TEST_CASE("fiber: a fiber started on one thread resumes on another") {
 }
 
 }  // namespace
+}  // namespace spindle::fiber
+
+namespace spindle::fiber {
+namespace {
+
+struct Parked {
+  Context* thread = nullptr;
+  Context* fiber = nullptr;
+  std::intptr_t resumed_with = 0;
+};
+
+// The frame a backtrace of the suspended fiber must include.
+[[gnu::noinline]] std::intptr_t park_in_marker(Parked& p) {
+  void* in = switch_context(*p.fiber, *p.thread, nullptr);
+  asm volatile("" ::: "memory");  // keep the call from becoming a tail call
+  return from_data(in) + 1;
+}
+
+void parked_entry(void* arg) {
+  auto* p = static_cast<Parked*>(arg);
+  p->resumed_with = park_in_marker(*p);
+  exit_to(*p->fiber, *p->thread, nullptr);
+}
+
+bool has_frame_in(const std::vector<void*>& frames, const void* fn, std::uintptr_t size) {
+  const auto start = reinterpret_cast<std::uintptr_t>(fn);
+  for (void* f : frames) {
+    const auto a = reinterpret_cast<std::uintptr_t>(f);
+    if (a > start && a <= start + size) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("fiber: backtrace_of a suspended context walks its frames and leaves it resumable") {
+  std::vector<void*> probe(4);
+  Parked p;
+  StackPool pool(kStackSize);
+  const Stack stack = pool.allocate();
+  {
+    Context thread;
+    Context fiber(stack, &parked_entry, &p);
+    p.thread = &thread;
+    p.fiber = &fiber;
+    switch_context(thread, fiber, nullptr);  // runs until it parks in the marker
+
+    if (backtrace_of(fiber, probe.data(), probe.size()) == 0) {
+      switch_context(thread, fiber, to_data(41));
+      CHECK(p.resumed_with == 42);
+      pool.deallocate(stack);
+      SPINDLE_SKIP("backtrace_of is not supported in this build (sanitizer or architecture)");
+    }
+    // Captured twice without running in between: the same frames both times.
+    std::vector<void*> first(64), second(64);
+    first.resize(backtrace_of(fiber, first.data(), first.size()));
+    second.resize(backtrace_of(fiber, second.data(), second.size()));
+    REQUIRE(first.size() >= 2);
+    CHECK(first == second);
+    // The marker's return address into parked_entry, within its first bytes.
+    CHECK(has_frame_in(first, reinterpret_cast<const void*>(&parked_entry), 256));
+    CHECK(has_frame_in(first, reinterpret_cast<const void*>(&park_in_marker), 256));
+
+    switch_context(thread, fiber, to_data(41));
+    CHECK(p.resumed_with == 42);
+  }
+  pool.deallocate(stack);
+}
+
 }  // namespace spindle::fiber

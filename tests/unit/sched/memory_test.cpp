@@ -70,10 +70,12 @@ TEST_CASE("100,000 parked fibers fit with guard pages under the default vm.max_m
     constexpr int kFibers = 100'000;
     spindle::Event release;
     spindle::WaitGroup parked(kFibers);
+    spindle::WaitGroup finished(kFibers);
     for (int i = 0; i < kFibers; ++i) {
       spindle::spawn([&] {
         parked.done();
         (void)release.wait();
+        finished.done();
       });
     }
     REQUIRE(parked.wait());
@@ -81,5 +83,8 @@ TEST_CASE("100,000 parked fibers fit with guard pages under the default vm.max_m
     CHECK(sched.stack_pool.in_use() >= kFibers);
     CHECK(mapping_count() < max_map_count() / 2);
     release.set();
+    // The woken fibers still take the event's lock on their way out: it must
+    // outlive them.
+    REQUIRE(finished.wait());
   });
 }

@@ -22,6 +22,13 @@ void* switch_context(Context& from, Context& to, void* data) noexcept;
 // runs, `from`'s stack may be reused. Does not return.
 [[noreturn]] void exit_to(Context& from, Context& to, void* data) noexcept;
 
+// Writes up to `max` return addresses of suspended context `ctx` to `frames`,
+// innermost first, and returns how many. It runs the unwinder briefly on top
+// of `ctx`'s stack on the calling thread, so no other thread may resume `ctx`
+// during the call. Returns 0 where that is not supported (sanitizer builds,
+// architectures other than x86-64).
+std::size_t backtrace_of(Context& ctx, void** frames, std::size_t max) noexcept;
+
 // Saved execution state of a fiber or of a thread's own stack.
 // Not thread-safe: at most one thread runs or resumes a given context at a time.
 // A context that is running has no saved state; it is "suspended" between a
@@ -48,11 +55,16 @@ class Context {
  private:
   friend void* switch_context(Context& from, Context& to, void* data) noexcept;
   friend void exit_to(Context& from, Context& to, void* data) noexcept;
+  friend std::size_t backtrace_of(Context& ctx, void** frames, std::size_t max) noexcept;
   struct Access;
   friend struct Access;
+  struct Capturer;
 
   void* fctx_ = nullptr;  // saved fcontext while suspended
   Entry entry_ = nullptr;
+  // Suspended inside backtrace_of's capture frame (not at its own switch):
+  // the next capture re-enters that frame instead of stacking another.
+  bool in_capture_ = false;
   void* arg_ = nullptr;
   // Read only by the sanitizer hooks, so unused in other builds.
   [[maybe_unused]] const void* stack_bottom_ = nullptr;  // sanitizer view of the stack

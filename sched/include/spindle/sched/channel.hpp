@@ -147,7 +147,8 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
   slot.value.emplace(std::move(value));
   detail::WaitNode node;
   node.data = &slot;
-  const auto reason = detail::wait_in(senders_, node, lock_, deadline);
+  const auto reason = detail::wait_in(senders_, node, lock_, deadline,
+                                      detail::ParkKind::kInterruptible, "channel send");
   if (reason == detail::WakeReason::kNotified) {
     if (slot.status == Status::kClosed) return failure(errc::closed);
     return {};
@@ -183,7 +184,8 @@ Result<T> Channel<T>::recv_until(Deadline deadline) {
   Slot slot;
   detail::WaitNode node;
   node.data = &slot;
-  const auto reason = detail::wait_in(receivers_, node, lock_, deadline);
+  const auto reason = detail::wait_in(receivers_, node, lock_, deadline,
+                                      detail::ParkKind::kInterruptible, "channel recv");
   if (reason == detail::WakeReason::kNotified) {
     if (slot.status == Status::kClosed) return failure(errc::closed);
     return std::move(*slot.value);

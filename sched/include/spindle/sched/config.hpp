@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <string>
 
 namespace spindle {
 
@@ -54,6 +56,15 @@ struct Config {
   // net/: SO_LINGER {on, 0} on every connected and accepted socket: close()
   // resets the connection at once and leaves no TIME_WAIT behind.
   bool zero_linger = true;
+
+  // Stall detector: a watchdog thread reports a worker that has run one fiber
+  // for longer than this without it suspending (a busy loop or a blocking
+  // system call starving the worker's other fibers), once per stall, with the
+  // fiber's name and backtrace. Zero turns it off. At most 1 hour.
+  std::chrono::milliseconds stall_threshold{100};
+  // Receives each stall report (one line, then the backtrace lines), on the
+  // watchdog thread. Empty: reports go to stderr.
+  std::function<void(const std::string& report)> on_stall{};
 
   // Throws std::invalid_argument naming the offending setting. Rounds
   // ring_entries and stack_size up in place.

@@ -4,12 +4,22 @@
 // any thread; the free spawn functions at the bottom need a fiber.
 #pragma once
 
+#include <charconv>
+#include <chrono>
+#include <concepts>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "spindle/sched/detail/core.hpp"
+#include "spindle/sched/detail/metrics.hpp"
 #include "spindle/sched/join_handle.hpp"
+#include "spindle/sched/stop.hpp"
 
 namespace spindle {
 
@@ -23,12 +33,29 @@ namespace detail {
 // free spawn()).
 template <class F>
 JoinHandle<SpawnResult<F>> spawn_under(Scheduler& scheduler, Node& node, Placement placement,
-                                       std::string_view name, F&& fn) {
+                                       std::string_view name,
+                                       const std::shared_ptr<const Identity>& identity, F&& fn) {
   using T = SpawnResult<F>;
   auto* fiber = new FiberImpl<std::decay_t<F>, T>(scheduler, std::forward<F>(fn));
   fiber->ref();  // the handle's reference; launch() takes the creation one
-  launch(fiber, node, placement, name);
+  launch(fiber, node, placement, name, identity);
   return JoinHandle<T>(fiber, fiber);
+}
+
+// with_attribute's value as text: strings as they are, bool as true/false,
+// numbers in their shortest round-trip form.
+template <class V>
+std::string attribute_text(const V& value) {
+  if constexpr (std::is_convertible_v<const V&, std::string_view>) {
+    return std::string(std::string_view(value));
+  } else if constexpr (std::is_same_v<V, bool>) {
+    return value ? "true" : "false";
+  } else {
+    static_assert(std::is_arithmetic_v<V>, "with_attribute: a string or a number");
+    char buf[64];
+    auto r = std::to_chars(buf, buf + sizeof buf, value);
+    return std::string(buf, r.ptr);
+  }
 }
 
 // The running fiber, for spawning its children without taking a reference
@@ -42,23 +69,83 @@ Fiber& current_spawner();
 // ends or is aborted, the child is aborted too. this_fiber::context() is the
 // running fiber's own node; keep a copy of an outer one (for example the
 // root's) to spawn fibers that should outlive the fiber spawning them.
+//
+// A Context also carries a label path and attributes (child, with_attribute)
+// that name the fibers spawned through it and the metrics registered through
+// it. Copying one costs a reference count or two.
 class Context {
  public:
   // Internal: contexts come from this_fiber::context() and RuntimeHandle.
-  Context(detail::Scheduler& s, detail::Node& n) noexcept : scheduler_(&s), node_(&n) {
+  Context(detail::Scheduler& s, detail::Node& n,
+          std::shared_ptr<const detail::Identity> identity = nullptr) noexcept
+      : scheduler_(&s), node_(&n), identity_(std::move(identity)) {
     node_->ref();
   }
-  Context(const Context& o) noexcept : scheduler_(o.scheduler_), node_(o.node_) { node_->ref(); }
+  Context(const Context& o) noexcept
+      : scheduler_(o.scheduler_), node_(o.node_), identity_(o.identity_) {
+    node_->ref();
+  }
   Context& operator=(const Context& o) noexcept {
     Context copy(o);
     std::swap(scheduler_, copy.scheduler_);
     std::swap(node_, copy.node_);
+    std::swap(identity_, copy.identity_);
     return *this;
   }
   ~Context() { node_->unref(); }
 
   // True once the node is aborted: its spawns no longer run.
   bool aborted() const noexcept { return node_->aborted(); }
+
+  // This context with `label` appended to its label path (joined with '_'):
+  // the prefix of the metrics registered through it, and the name of the
+  // fibers spawned through it without one. It is the same supervision node:
+  // spawns through the child are still children of this node's task.
+  // Throws std::invalid_argument unless `label` matches [a-zA-Z][a-zA-Z0-9_]*,
+  // or if it would start the path with "runtime" (reserved for the runtime's
+  // own metrics).
+  Context child(std::string_view label) const {
+    return Context(*scheduler_, *node_, detail::child_identity(identity_.get(), label));
+  }
+
+  // This context with the Prometheus label `key`="`value`" added to the
+  // metrics registered through it (replacing an earlier value of `key`). The
+  // value is a string or a number; the node and label path stay the same.
+  // Throws std::invalid_argument unless `key` matches [a-zA-Z][a-zA-Z0-9_]*.
+  template <class V>
+  Context with_attribute(std::string_view key, const V& value) const {
+    return Context(*scheduler_, *node_,
+                   detail::identity_with(identity_.get(), key, detail::attribute_text(value)));
+  }
+
+  // The label path ("" at the root) and the attributes, sorted by key.
+  std::string_view label() const noexcept {
+    return identity_ ? std::string_view(identity_->label) : std::string_view();
+  }
+  std::span<const std::pair<std::string, std::string>> attributes() const noexcept {
+    if (!identity_) return {};
+    return identity_->attributes;
+  }
+
+  // Registers a metric in the runtime's registry, named `<label path>_<name>`
+  // (`<name>` at the root) with the attributes as labels, and returns it; the
+  // same name and attributes give the same metric, for the rest of the run.
+  // Counters get the suffix `_total` unless `name` has it. The metric lives
+  // until the Runtime is destroyed or runs again (metrics_text() shows it).
+  // Thread-safe. Throws std::invalid_argument for a name not matching
+  // [a-zA-Z][a-zA-Z0-9_]*, a root name starting with "runtime", or a name
+  // already registered as another type.
+  prometheus::Counter& register_counter(std::string_view name, std::string_view help) const {
+    return detail::register_counter(*scheduler_, identity_.get(), name, help);
+  }
+  prometheus::Gauge& register_gauge(std::string_view name, std::string_view help) const {
+    return detail::register_gauge(*scheduler_, identity_.get(), name, help);
+  }
+  // `buckets`: the upper bounds, ascending (+Inf is implied).
+  prometheus::Histogram& register_histogram(std::string_view name, std::string_view help,
+                                            std::vector<double> buckets) const {
+    return detail::register_histogram(*scheduler_, identity_.get(), name, help, std::move(buckets));
+  }
 
   // Spawns `fn` as a fiber on the worker pool. It starts soon, even if the
   // handle is dropped. If the node is aborted or the runtime is shutting down,
@@ -88,23 +175,42 @@ class Context {
     using T = SpawnResult<F>;
     auto* task = new detail::BlockingTaskImpl<std::decay_t<F>, T>(std::forward<F>(fn));
     task->ref();  // the handle's reference
-    detail::launch_blocking(*scheduler_, task, *node_);
+    detail::launch_blocking(*scheduler_, task, *node_, identity_.get());
     return JoinHandle<T>(task, task);
   }
+
+  // Requests the runtime's stop (see spindle/sched/stop.hpp): resolves every
+  // StopSignal with `code` (the first call's code wins; later calls only
+  // wait), then waits until no signal taken before the stop is alive. The
+  // same for every Context of the runtime. errc::timed_out if signals are
+  // still held after `timeout` (the stop stays requested); errc::aborted in
+  // an aborted fiber (checked first: the stop is then not requested);
+  // errc::closed after the runtime ended without a stop. Without a timeout,
+  // a caller that holds a signal itself waits forever.
+  // Suspends: until every holding signal is gone, the timeout, or abort.
+  Result<void> stop(int code, std::optional<std::chrono::nanoseconds> timeout = std::nullopt) const;
+
+  // A signal that resolves with the stop code. Taken before the stop it holds
+  // the stop back while it (or a copy) lives; taken after, it is already
+  // resolved. Never suspends.
+  StopSignal stopped() const;
 
  private:
   template <class F>
   JoinHandle<SpawnResult<F>> spawn_as(detail::Placement placement, std::string_view name,
                                       F&& fn) const {
-    return detail::spawn_under(*scheduler_, *node_, placement, name, std::forward<F>(fn));
+    return detail::spawn_under(*scheduler_, *node_, placement, name, identity_,
+                               std::forward<F>(fn));
   }
 
   detail::Scheduler* scheduler_;
   detail::Node* node_;
+  std::shared_ptr<const detail::Identity> identity_;  // null at the root
 };
 
 namespace this_fiber {
-// The running fiber's supervision node. Throws std::logic_error outside a fiber.
+// The running fiber's supervision node, with the label path and attributes of
+// the context that spawned it. Throws std::logic_error outside a fiber.
 Context context();
 }  // namespace this_fiber
 
@@ -113,13 +219,13 @@ Context context();
 template <class F>
 JoinHandle<SpawnResult<F>> spawn(F&& fn) {
   detail::Fiber& self = detail::current_spawner();
-  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, {},
+  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, {}, self.identity,
                              std::forward<F>(fn));
 }
 template <class F>
 JoinHandle<SpawnResult<F>> spawn(std::string_view name, F&& fn) {
   detail::Fiber& self = detail::current_spawner();
-  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, name,
+  return detail::spawn_under(self.scheduler(), self, detail::Placement::kPool, name, self.identity,
                              std::forward<F>(fn));
 }
 template <class F>

@@ -1,18 +1,22 @@
 // Runtime: owns the configuration and runs a root fiber on a pool of workers.
 // RuntimeHandle: reach a running runtime from any thread.
-// Nothing here suspends a fiber: the spawn calls return at once, and
+// Nothing here suspends a fiber but RuntimeHandle::stop: the spawn calls return at once, and
 // Runtime::run blocks the calling (plain) thread, which becomes worker 0, until
 // shutdown completes. Called on a worker it throws std::logic_error.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <memory>
+#include <optional>
+#include <string>
 #include <type_traits>
 #include <utility>
 
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/context.hpp"
 #include "spindle/sched/detail/core.hpp"
+#include "spindle/sched/detail/metrics.hpp"
 
 namespace spindle {
 
@@ -36,6 +40,29 @@ class RuntimeHandle {
 
   // True until shutdown begins.
   bool running() const noexcept { return detail::accepting(*scheduler_); }
+
+  // Every live fiber of the runtime (id, name, state, what it waits for, age),
+  // indented by the supervision tree, with a symbolized backtrace of each
+  // suspended one. Holds all workers between fibers while it reads their
+  // stacks (microseconds per fiber), so it is for debugging, not for a hot
+  // path. From any thread or fiber; the calling fiber is listed as running.
+  // Sanitizer builds show no backtraces. Never suspends the calling fiber (it
+  // blocks its worker for the length of the dump).
+  std::string dump() const { return detail::dump(*scheduler_); }
+
+  // The runtime's metrics (runtime_* and those registered through its
+  // contexts) in the Prometheus text exposition format, version 0.0.4.
+  // From any thread; never suspends (it takes the metrics' own mutexes).
+  std::string metrics_text() const { return detail::metrics_text(*scheduler_); }
+
+  // Context::stop and Context::stopped (same semantics), from any thread; on
+  // a plain thread stop() blocks on a futex.
+  // Suspends: stop(), as Context::stop.
+  Result<void> stop(int code,
+                    std::optional<std::chrono::nanoseconds> timeout = std::nullopt) const {
+    return context().stop(code, timeout);
+  }
+  StopSignal stopped() const { return context().stopped(); }
 
   // Internal: handles come from current_runtime().
   explicit RuntimeHandle(std::shared_ptr<detail::Scheduler> s) noexcept : scheduler_(std::move(s)) {}
@@ -69,13 +96,18 @@ class Runtime {
   SpawnResult<F> run(F&& root) {
     using T = SpawnResult<F>;
     auto scheduler = detail::make_scheduler(config_);
+    struct Clear {
+      detail::LiveScheduler& live;
+      ~Clear() { live.clear(); }
+    } clear{live_};
+    metrics_.attach(*scheduler);
     auto* fiber = new detail::FiberImpl<std::decay_t<F>, T>(*scheduler, std::forward<F>(root));
     struct Release {
       detail::Fiber* f;
       ~Release() { f->unref(); }
     } release{fiber};
     fiber->ref();  // ours; run_root consumes the creation reference
-    detail::run_root(scheduler, fiber);
+    detail::run_root(scheduler, fiber, &live_);
     if (fiber->outcome() == detail::Task::Outcome::kException)
       std::rethrow_exception(fiber->exception());
     if constexpr (!std::is_void_v<T>) {
@@ -87,8 +119,22 @@ class Runtime {
 
   const Config& config() const noexcept { return config_; }
 
+  // RuntimeHandle::metrics_text() of the latest run, from any thread: live
+  // while run() runs, the final values once it returned (until the next
+  // run() starts); empty before the first run.
+  std::string metrics_text() const { return metrics_.text(); }
+
+  // RuntimeHandle::dump() while run() runs, from any other thread; empty
+  // otherwise.
+  std::string dump() const {
+    auto s = live_.get();
+    return s ? detail::dump(*s) : std::string();
+  }
+
  private:
   Config config_;
+  detail::MetricsCell metrics_;
+  detail::LiveScheduler live_;
 };
 
 }  // namespace spindle

@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <memory>
+#include <mutex>
+#include <string>
 
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
@@ -10,6 +12,7 @@
 namespace spindle::detail {
 
 class Scheduler;
+class Stopper;
 class Task;
 
 enum class Placement : std::uint8_t {
@@ -26,17 +29,55 @@ Scheduler* current_scheduler() noexcept;
 
 // Creates the scheduler for one Runtime::run (no threads or rings yet).
 std::shared_ptr<Scheduler> make_scheduler(const Config& config);
-// Runs `root` as worker 0's root fiber until it ends and shutdown completes.
+class LiveScheduler;
+// Runs `root` as worker 0's root fiber until it ends and shutdown completes;
+// `live` (if set) is given the scheduler once the root's node exists.
 // Rethrows the first failure (see Config::catch_exceptions) after shutdown.
-void run_root(const std::shared_ptr<Scheduler>& scheduler, Fiber* root);
+void run_root(const std::shared_ptr<Scheduler>& scheduler, Fiber* root, LiveScheduler* live);
 // The supervision parent of spawns from foreign threads.
 Node& root_node(Scheduler& scheduler) noexcept;
+// The runtime's stop state (Context::stop and stopped).
+Stopper& stopper(Scheduler& scheduler) noexcept;
 bool accepting(const Scheduler& scheduler) noexcept;
+// RuntimeHandle::dump().
+std::string dump(Scheduler& scheduler);
+
+// Runtime's view of its running scheduler, for calls from other threads
+// while run() runs. Thread-safe. Copying a Runtime does not copy it.
+class LiveScheduler {
+ public:
+  LiveScheduler() noexcept = default;
+  LiveScheduler(const LiveScheduler&) noexcept {}
+  LiveScheduler& operator=(const LiveScheduler&) noexcept { return *this; }
+
+  void set(const std::shared_ptr<Scheduler>& s) noexcept {
+    std::lock_guard lock(mutex_);
+    current_ = s;
+  }
+  void clear() noexcept {
+    std::lock_guard lock(mutex_);
+    current_.reset();
+  }
+  // The scheduler while run() runs, else null.
+  std::shared_ptr<Scheduler> get() const noexcept {
+    std::lock_guard lock(mutex_);
+    return current_.lock();
+  }
+
+ private:
+  // A mutex rather than std::atomic<std::weak_ptr>: libstdc++ 12's lock bit
+  // inside the pointer is invisible to TSan.
+  mutable std::mutex mutex_;
+  std::weak_ptr<Scheduler> current_;  // guarded by mutex_
+};
 
 // Admits a new fiber under `parent` and queues it. If the runtime is shutting
 // down or `parent` is aborted, the fiber completes as aborted and its body
 // never runs. Takes over the creation reference of `fiber`.
-void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name);
+// Unnamed, it takes the label path of `identity` (may be null) as its name; it
+// carries `identity` for this_fiber::context().
+void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name,
+            const std::shared_ptr<const Identity>& identity);
 
 // A plain callable run on the blocking pool.
 class BlockingTask : public Task {
@@ -44,6 +85,8 @@ class BlockingTask : public Task {
   virtual void run() = 0;
   virtual void discard() noexcept = 0;
   void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
+
+  TaskRecord* record = nullptr;  // its runtime_tasks_* series (metrics.hpp)
 
  protected:
   void destroy() noexcept override { delete this; }
@@ -63,7 +106,9 @@ class BlockingTaskImpl final : public BlockingTask, public ResultCell<T> {
   std::optional<F> fn_;
 };
 
-// Queues `task` on the blocking pool under `parent` (same rules as launch()).
-void launch_blocking(Scheduler& scheduler, BlockingTask* task, Node& parent);
+// Queues `task` on the blocking pool under `parent` (same rules as launch();
+// its runtime_tasks_* name is the label path of `identity`).
+void launch_blocking(Scheduler& scheduler, BlockingTask* task, Node& parent,
+                     const Identity* identity);
 
 }  // namespace spindle::detail

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -23,6 +24,8 @@ namespace spindle::detail {
 class Worker;
 class Scheduler;
 class LocalSlots;
+struct Identity;
+struct TaskRecord;
 
 // A fiber is spawned (control block and closure only: no stack), becomes ready
 // (in exactly one queue), runs (it takes a stack the first time), parks, is
@@ -47,12 +50,27 @@ class Fiber : public Task {
   // Identity.
   std::uint64_t id = 0;
   std::string name;
+  // The spawning context's labels (null for the root's): this_fiber::context()
+  // carries them, and so do the fiber's own spawns.
+  std::shared_ptr<const Identity> identity;
+  TaskRecord* record = nullptr;  // its runtime_tasks_* series (metrics.hpp)
+  // Coarse monotonic clock (coarse_now_ms) at launch; on a worker, as of the
+  // start of the spawning fiber's batch of turns.
+  std::uint64_t spawned_ms = 0;
+  // What the fiber's latest park waits for ("mutex", "sleep", "io"...), for
+  // dumps. Written by the fiber before it parks; read while it is parked.
+  const char* waiting_on = nullptr;
 
   // Park word (wait.hpp: park_word). A waker claims a park by CAS from
   // (epoch, kind) to (epoch, kNone); stale wakers (older epoch) fail.
   std::atomic<std::uint64_t> wake_word{0};
   std::uint64_t epoch = 0;  // the fiber's latest park; written only by the fiber
+  // The one-byte fields share a word: the control block's size is part of the
+  // cost of every spawn.
   WakeReason wake_reason = WakeReason::kNotified;  // written by the claiming waker
+  Outcome exit_outcome = Outcome::kPending;        // set by the fiber just before it exits
+  bool started = false;
+  bool root = false;
 
   Fiber* next = nullptr;      // queue link while ready (global queue, local lists)
   Worker* pinned = nullptr;   // if set, resumes only on this worker
@@ -64,10 +82,7 @@ class Fiber : public Task {
   std::optional<fiber::Context> context;   // exists while the fiber has a stack
   void* eh_state[2] = {nullptr, nullptr};  // the fiber's C++ exception-handling globals
   LocalSlots* locals = nullptr;            // FiberLocal values, created on first use
-  Outcome exit_outcome = Outcome::kPending;  // set by the fiber just before it exits
   std::exception_ptr exit_error;
-  bool started = false;
-  bool root = false;
 
  protected:
   void destroy() noexcept override { delete this; }

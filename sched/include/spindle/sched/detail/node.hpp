@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "spindle/sched/detail/spinlock.hpp"
 
@@ -46,6 +47,10 @@ class Node {
   // Unlinks this node from its parent and drops the reference on it. Called
   // once, when the node's task ends.
   void detach() noexcept;
+
+  // Appends this node's children to `out`, each with a new reference (the
+  // caller unrefs them). For dumps.
+  void collect_children(std::vector<Node*>& out);
 
  protected:
   Node() noexcept = default;

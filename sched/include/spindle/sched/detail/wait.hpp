@@ -90,10 +90,11 @@ class WaitQueue {
 // linked in a queue guarded by `lock`, which the caller holds; the wait
 // releases it once the caller can be woken (for a fiber: after its context is
 // saved) and returns with it released. On kTimedOut or kAborted the node may
-// still be linked: the caller unlinks it under the lock.
+// still be linked: the caller unlinks it under the lock. `what` names the
+// primitive in fiber dumps (a string literal).
 // Suspends: always, unless already claimed before the caller could block.
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
-                ParkKind kind = ParkKind::kInterruptible) noexcept;
+                ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
 
 // push_back(node) on `queue`, then wait(). Afterwards takes `lock` once more:
 // to unlink the node if the wait ended other than by notify, and in every case
@@ -102,7 +103,7 @@ WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
 // returns. Returns with `lock` released.
 // Suspends: as wait().
 WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline deadline,
-                   ParkKind kind = ParkKind::kInterruptible) noexcept;
+                   ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
 
 // True when called on a fiber (a worker thread running a fiber).
 bool in_fiber() noexcept;

@@ -1,0 +1,123 @@
+// The metrics plumbing behind Context's labels and the runtime's Prometheus
+// exposition: a context's Identity (label path and attributes), the runtime
+// counters that net/ and storage/ bump (Stat, count(), StatHold), and the
+// per-Runtime holder of the latest run's metrics (MetricsCell). Internal:
+// users see Context::child/with_attribute/register_* and metrics_text().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+namespace spindle::detail {
+
+class Scheduler;
+class Metrics;
+struct TaskRecord;
+
+// What a Context adds to the metrics it registers and the fibers it spawns.
+// Immutable once built, shared by the contexts and fibers that carry it; the
+// root context carries none (a null pointer).
+struct Identity {
+  std::string label;  // the label path joined with '_'; empty at the root
+  // Prometheus labels, sorted by key, keys unique.
+  std::vector<std::pair<std::string, std::string>> attributes;
+};
+
+// Throws std::invalid_argument naming `what` and `text` unless `text` matches
+// [a-zA-Z][a-zA-Z0-9_]*.
+void check_metric_label(std::string_view what, std::string_view text);
+
+// Context::child / with_attribute: a new identity from `parent` (may be null).
+std::shared_ptr<const Identity> child_identity(const Identity* parent, std::string_view label);
+std::shared_ptr<const Identity> identity_with(const Identity* parent, std::string_view key,
+                                              std::string value);
+
+// Registers (or finds) the user metric `<label path>_<name>` of `scheduler`'s
+// registry with the identity's attributes as labels. Thread-safe.
+prometheus::Counter& register_counter(Scheduler& scheduler, const Identity* id,
+                                      std::string_view name, std::string_view help);
+prometheus::Gauge& register_gauge(Scheduler& scheduler, const Identity* id, std::string_view name,
+                                  std::string_view help);
+prometheus::Histogram& register_histogram(Scheduler& scheduler, const Identity* id,
+                                          std::string_view name, std::string_view help,
+                                          std::vector<double> buckets);
+
+// The Prometheus text exposition of `scheduler`'s runtime and user metrics.
+std::string metrics_text(Scheduler& scheduler);
+
+// The runtime's own counters, kept per worker (a single writer each, so a
+// bump is a relaxed load and store on the worker's own cache line) and summed
+// at scrape time. The order is the exposition's.
+enum class Stat : std::uint8_t {
+  kStorageReads,
+  kStorageReadBytes,
+  kStorageWrites,
+  kStorageWriteBytes,
+  kStorageSyncs,
+  kStorageResizes,
+  kOpenBlobs,  // a gauge: +1 and -1 (as a wrapped unsigned) sum to the open count
+  kInboundConnections,
+  kOutboundConnections,
+  kInboundBandwidth,
+  kOutboundBandwidth,
+  kWorkerParks,
+  kSteals,
+  kPendingOperations,  // a gauge the worker stores after each ring service
+  kCount,
+};
+inline constexpr std::size_t kStatCount = static_cast<std::size_t>(Stat::kCount);
+
+// Adds `n` (wrapping: pass a negated value for a gauge going down) to `stat`
+// of the runtime whose worker runs this thread. Off a worker (a plain or a
+// blocking-pool thread) it is dropped: net/ and storage/ call it only from
+// fibers. Never blocks, never allocates.
+void count(Stat stat, std::uint64_t n = 1) noexcept;
+
+// Holds +1 on gauge `stat` of the current worker's runtime while it lives,
+// and takes it back from whatever thread destroys it (onto that thread's
+// worker if it belongs to the same runtime, else onto the runtime's shared
+// slot). Made off a worker it holds nothing. Not copyable.
+class StatHold {
+ public:
+  explicit StatHold(Stat stat) noexcept;
+  ~StatHold();
+  StatHold(const StatHold&) = delete;
+  StatHold& operator=(const StatHold&) = delete;
+
+ private:
+  std::shared_ptr<Metrics> metrics_;
+  Stat stat_;
+};
+
+// The metrics of a Runtime's latest run, readable from any thread while the
+// run goes on and after it returns (the final values). Thread-safe. A copy
+// starts empty: it belongs to another Runtime.
+class MetricsCell {
+ public:
+  MetricsCell() noexcept = default;
+  MetricsCell(const MetricsCell&) noexcept {}
+  MetricsCell& operator=(const MetricsCell&) noexcept { return *this; }
+  ~MetricsCell();
+
+  // Runtime::run, before the root starts: from now on text() reads `scheduler`'s.
+  void attach(Scheduler& scheduler) noexcept;
+  // Empty before the first run.
+  std::string text() const;
+
+ private:
+  // A mutex rather than std::atomic<std::shared_ptr>: libstdc++ 12's lock bit
+  // inside the pointer is invisible to TSan.
+  mutable std::mutex mutex_;
+  std::shared_ptr<Metrics> metrics_;  // guarded by mutex_
+};
+
+}  // namespace spindle::detail

@@ -1,0 +1,185 @@
+// RuntimeHandle::dump(): holds every worker between fibers (at most a short
+// wait), walks the supervision tree from the root, captures the stacks of
+// suspended fibers, lets the workers go, then formats the listing. If a worker
+// does not reach a point between fibers in time (a fiber that does not
+// suspend), the listing says so and carries no backtraces.
+
+#include <fmt/format.h>
+#include <liburing.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "coarse_clock.hpp"
+#include "io_request.hpp"
+#include "scheduler.hpp"
+#include "spindle/sched/detail/core.hpp"
+#include "symbolize.hpp"
+#include "worker.hpp"
+
+namespace spindle::detail {
+namespace {
+
+constexpr auto kPauseWait = std::chrono::milliseconds(200);
+constexpr std::size_t kMaxBacktraces = 1000;  // fibers whose stacks are captured
+constexpr std::size_t kMaxFrames = 32;
+constexpr int kMaxIndent = 16;  // tree levels shown by indentation
+
+const char* op_name(std::uint8_t opcode) noexcept {
+  switch (opcode) {
+    case IORING_OP_NOP:
+      return "nop";
+    case IORING_OP_READV:
+      return "readv";
+    case IORING_OP_WRITEV:
+      return "writev";
+    case IORING_OP_FSYNC:
+      return "fsync";
+    case IORING_OP_POLL_ADD:
+      return "poll";
+    case IORING_OP_SENDMSG:
+      return "sendmsg";
+    case IORING_OP_RECVMSG:
+      return "recvmsg";
+    case IORING_OP_TIMEOUT:
+      return "timeout";
+    case IORING_OP_ACCEPT:
+      return "accept";
+    case IORING_OP_CONNECT:
+      return "connect";
+    case IORING_OP_OPENAT:
+      return "openat";
+    case IORING_OP_CLOSE:
+      return "close";
+    case IORING_OP_STATX:
+      return "statx";
+    case IORING_OP_READ:
+      return "read";
+    case IORING_OP_WRITE:
+      return "write";
+    case IORING_OP_SEND:
+      return "send";
+    case IORING_OP_RECV:
+      return "recv";
+    case IORING_OP_UNLINKAT:
+      return "unlinkat";
+    case IORING_OP_MKDIRAT:
+      return "mkdirat";
+    case IoRequest::kNotPrepared:
+      return "queued";
+    default:
+      return nullptr;
+  }
+}
+
+struct Entry {
+  int depth;
+  std::string line;
+  std::vector<void*> frames;
+};
+
+std::string describe_state(const Fiber& f, bool complete, const Fiber* caller) {
+  if (&f == caller) return "running (this dump)";
+  const std::uint64_t word = f.wake_word.load(std::memory_order_acquire);
+  const ParkKind kind = park_kind(word);
+  if (kind == ParkKind::kNone) {
+    if (!complete) return "running or ready";
+    return f.started ? "ready" : "pending (not started)";
+  }
+  std::string state = fmt::format("parked ({}", complete && f.waiting_on ? f.waiting_on : "?");
+  if (complete && kind == ParkKind::kIo && f.io_op) {
+    const auto* r = static_cast<const IoRequest*>(f.io_op);
+    if (const char* op = op_name(r->opcode)) {
+      fmt::format_to(std::back_inserter(state), " {}", op);
+    } else {
+      fmt::format_to(std::back_inserter(state), " op {}", r->opcode);
+    }
+  }
+  state += ')';
+  return state;
+}
+
+// One line for `node`; its stack if it is a suspended fiber and `capture`.
+Entry describe_node(Node* node, int depth, bool complete, const Fiber* caller, std::uint64_t now,
+                    bool capture) {
+  Entry e{depth, {}, {}};
+  if (auto* f = dynamic_cast<Fiber*>(node)) {
+    e.line = fmt::format("fiber {}", f->id);
+    if (!f->name.empty()) fmt::format_to(std::back_inserter(e.line), " '{}'", f->name);
+    fmt::format_to(std::back_inserter(e.line), ": {}", describe_state(*f, complete, caller));
+    if (complete && f->pinned && f->pinned->kind() == Worker::Kind::kDedicated)
+      e.line += ", dedicated thread";
+    if (f->aborted()) e.line += ", aborted";
+    fmt::format_to(std::back_inserter(e.line), ", age {} ms",
+                   now >= f->spawned_ms ? now - f->spawned_ms : 0);
+    if (capture && complete && f != caller && f->started && f->context) {
+      e.frames.resize(kMaxFrames);
+      e.frames.resize(fiber::backtrace_of(*f->context, e.frames.data(), e.frames.size()));
+    }
+  } else if (dynamic_cast<BlockingTask*>(node)) {
+    e.line = "blocking task (spawn_blocking)";
+    if (node->aborted()) e.line += ", aborted";
+  } else {
+    e.line = "task";
+  }
+  return e;
+}
+
+}  // namespace
+
+std::string dump(Scheduler& s) {
+  std::lock_guard serial(s.dump_mutex);
+  Worker* self = current_worker();
+  if (self && &self->scheduler() != &s) self = nullptr;
+  const Fiber* caller = self ? self->current() : nullptr;
+  const std::uint64_t now = coarse_now_ms();
+
+  std::vector<Entry> entries;
+  std::size_t captured = 0;
+  const bool complete = s.roster.pause(self, kPauseWait);
+  // Depth-first from the root; each node on the stack holds a reference.
+  std::vector<std::pair<Node*, int>> stack;
+  std::vector<Node*> children;
+  try {
+    s.root->ref();
+    stack.emplace_back(s.root, 0);
+    while (!stack.empty()) {
+      auto [node, depth] = stack.back();
+      stack.pop_back();
+      const bool capture = captured < kMaxBacktraces;
+      entries.push_back(describe_node(node, depth, complete, caller, now, capture));
+      if (!entries.back().frames.empty()) ++captured;
+      children.clear();
+      node->collect_children(children);
+      node->unref();
+      for (auto it = children.rbegin(); it != children.rend(); ++it)
+        stack.emplace_back(*it, depth + 1);
+    }
+  } catch (...) {
+    for (auto& [node, depth] : stack) node->unref();
+    s.roster.resume();
+    throw;
+  }
+  s.roster.resume();
+
+  std::string out = fmt::format("spindle: {} live tasks", entries.size());
+  if (!complete) {
+    out +=
+        " (a worker is still running a fiber that has not suspended: states are approximate and "
+        "stacks were not captured)";
+  }
+  out += '\n';
+  for (const Entry& e : entries) {
+    const int indent = std::min(e.depth, kMaxIndent);
+    fmt::format_to(std::back_inserter(out), "{:{}}{}\n", "", indent * 2, e.line);
+    if (!e.frames.empty()) {
+      const std::string pad(static_cast<std::size_t>(indent) * 2 + 4, ' ');
+      append_backtrace(out, e.frames.data(), e.frames.size(), pad.c_str());
+    }
+  }
+  return out;
+}
+
+}  // namespace spindle::detail

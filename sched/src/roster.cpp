@@ -1,0 +1,50 @@
+#include "roster.hpp"
+
+#include <algorithm>
+
+#include "worker.hpp"
+
+namespace spindle::detail {
+
+void Roster::join(Worker* w) {
+  std::lock_guard lock(mutex_);
+  workers_.push_back(w);
+}
+
+void Roster::leave(Worker* w) {
+  std::lock_guard lock(mutex_);
+  workers_.erase(std::find(workers_.begin(), workers_.end(), w));
+  cv_.notify_all();  // a pauser waits for every worker still listed
+}
+
+void Roster::hold(Worker* /*w*/) {
+  std::unique_lock lock(mutex_);
+  if (!pausing_.load(std::memory_order_relaxed)) return;
+  ++held_;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return !pausing_.load(std::memory_order_relaxed); });
+  --held_;
+}
+
+bool Roster::pause(Worker* self, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  pausing_.store(true, std::memory_order_seq_cst);
+  // Wake parked workers so they reach their check (after the flag is set: a
+  // worker about to park re-checks it after clearing its parker).
+  for (Worker* w : workers_) {
+    if (w != self) w->unpark();
+  }
+  return cv_.wait_for(lock, timeout, [&] {
+    const bool self_listed =
+        self && std::find(workers_.begin(), workers_.end(), self) != workers_.end();
+    return held_ + (self_listed ? 1 : 0) == workers_.size();
+  });
+}
+
+void Roster::resume() {
+  std::lock_guard lock(mutex_);
+  pausing_.store(false, std::memory_order_relaxed);
+  cv_.notify_all();
+}
+
+}  // namespace spindle::detail
