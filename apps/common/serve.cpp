@@ -8,6 +8,7 @@
 #include <exception>
 #include <spindle/spindle.hpp>
 
+#include "accept_loop.hpp"
 #include "connection_set.hpp"
 #include "listen.hpp"
 #include "stop_signal.hpp"
@@ -22,40 +23,32 @@ std::chrono::nanoseconds seconds(double s) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
 }
 
-// Accepts until aborted; each connection gets a fiber under `root` (not under
-// this fiber, whose end would abort them), registered in `connections`.
-void accept_loop(std::string_view program, net::TcpListener& listener,
-                 ConnectionSet& connections, const Context& root, const Handler& handle) {
-  for (;;) {
-    auto conn = listener.accept();
-    if (!conn) {
-      if (conn.error() == errc::aborted) return;
-      fmt::print(stderr, "{}: accept: {}\n", program, conn.error().message());
-      if (!this_fiber::sleep_for(10ms)) return;
-      continue;
-    }
-    root.spawn([stream = std::move(*conn), &connections, handle]() mutable {
-      const int fd = stream.native_handle();
-      if (connections.add(fd)) {
-        handle(stream);
-        connections.remove(fd);
-      }
-      stream.close();
-    });
-  }
-}
-
 // The root fiber. Suspends: for the server's whole life.
 int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
-          ConnectionSet& connections, const Handler& handle) {
+          ConnectionSet& connections, ConnectionLimit& limit, const Handler& handle) {
   auto listener = listen_or_explain(program, flags.listen);
   if (!listener) return 1;
   fmt::print("{}: listening on {} ({} worker{})\n", program,
              listener->local_addr().value().to_string(), flags.workers,
              flags.workers == 1 ? "" : "s");
   std::fflush(stdout);
+  // Connections are children of the root, not of the acceptor, whose end
+  // would abort them.
   const Context root = this_fiber::context();
-  auto acceptor = spawn([&] { accept_loop(program, *listener, connections, root, handle); });
+  auto acceptor = spawn([&] {
+    accept_loop(program, *listener, limit,
+                [&](net::TcpStream stream, ConnectionLimit::Slot slot) {
+                  root.spawn([stream = std::move(stream), slot = std::move(slot), &connections,
+                              handle]() mutable {
+                    const int fd = stream.native_handle();
+                    if (connections.add(fd)) {
+                      handle(stream);
+                      connections.remove(fd);
+                    }
+                    stream.close();
+                  });
+                });
+  });
   auto sig = stop.wait();
   fmt::print("{}: {}, stopping\n", program,
              sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : "aborted");
@@ -84,6 +77,10 @@ void ServerFlags::add_to(CLI::App& app) {
   app.add_option("--grace", grace_s, "seconds a stop waits for open connections")
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
+  app.add_option("--max-connections", max_connections,
+                 "connections open at once; one more is accepted and closed at once")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
+      ->capture_default_str();
 }
 
 std::chrono::nanoseconds ServerFlags::idle_timeout() const { return seconds(idle_s); }
@@ -91,12 +88,13 @@ std::chrono::nanoseconds ServerFlags::idle_timeout() const { return seconds(idle
 int run_server(std::string_view program, const ServerFlags& flags, const Handler& handle) {
   try {
     StopSignal stop;            // before any thread exists
-    ConnectionSet connections;  // outlives every fiber
+    ConnectionSet connections;  // these two outlive every fiber
+    ConnectionLimit limit(flags.max_connections);
     Config config;
     config.workers = flags.workers;
     config.zero_linger = false;
     Runtime runtime(config);
-    return runtime.run([&] { return serve(program, flags, stop, connections, handle); });
+    return runtime.run([&] { return serve(program, flags, stop, connections, limit, handle); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());
     return 1;

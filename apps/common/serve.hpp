@@ -22,8 +22,9 @@ struct ServerFlags {
   std::size_t workers = 2;   // --workers
   double idle_s = 60;        // --idle-timeout: seconds a connection may stay silent
   double grace_s = 10;       // --grace: seconds a stop waits for open connections
+  std::size_t max_connections = 10'000;  // --max-connections: open at once
 
-  // Adds the four flags to `app`, with the current values as defaults.
+  // Adds the five flags to `app`, with the current values as defaults.
   void add_to(CLI::App& app);
   std::chrono::nanoseconds idle_timeout() const;
 };
@@ -33,9 +34,9 @@ struct ServerFlags {
 // a FIN (the server often closes first, and zero linger would discard replies
 // still in the send queue), binds flags.listen (printing "<program>: listening
 // on <address> (<n> workers)"), and accepts until SIGINT or SIGTERM. Each
-// connection runs handle(stream) on a fiber of its own and is closed after;
-// a failed accept (out of descriptors or memory) is printed and retried 10 ms
-// later. On the signal it stops accepting, shuts down the read side of every
+// connection runs handle(stream) on a fiber of its own and is closed after
+// (accept_loop.hpp: beyond flags.max_connections a connection is closed at
+// once; a failed accept is retried). On the signal it stops accepting, shuts down the read side of every
 // open connection, and waits up to flags.grace_s for them to end. Returns the
 // exit code: 0, or 1 if the address cannot be bound or the runtime cannot
 // start (the reason printed on stderr). Call from the main thread, before any

@@ -3,12 +3,10 @@
 //
 //   spindle-kv --listen 127.0.0.1:6380 --dir PATH --workers N --fsync always|everysec|no
 //
-// SIGINT or SIGTERM: stop accepting, write and sync the log, exit 0.
+// SIGINT or SIGTERM: stop accepting, write and sync the log, exit 0. SIGUSR1:
+// a fiber dump on stderr.
 #include <fmt/format.h>
-#include <liburing.h>
 #include <signal.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -18,25 +16,13 @@
 #include <spindle/spindle.hpp>
 #include <string>
 
+#include "accept_loop.hpp"
 #include "commands.hpp"
 #include "db.hpp"
 #include "log.hpp"
 #include "resp.hpp"
 #include "server.hpp"
-
-namespace {
-
-// Reads one signal from the signalfd through the ring (the fiber parks, the
-// worker does not).
-spindle::Result<int> wait_signal(int sfd) {
-  signalfd_siginfo info{};
-  auto r = spindle::io_op(
-      [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, sfd, &info, sizeof info, 0); });
-  if (!r) return spindle::failure(r.error());
-  return static_cast<int>(info.ssi_signo);
-}
-
-}  // namespace
+#include "stop_signal.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"spindle-kv: a durable Redis-protocol key-value server on spindle"};
@@ -62,6 +48,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-array-len", limits.max_array, "most arguments in one command")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
       ->capture_default_str();
+  std::size_t max_connections = 10'000;
+  app.add_option("--max-connections", max_connections,
+                 "connections open at once; one more is accepted and closed at once")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   const kv::FsyncPolicy policy = fsync == "always"     ? kv::FsyncPolicy::kAlways
@@ -73,25 +64,14 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  // SIGINT and SIGTERM arrive through a signalfd; blocked before any thread
-  // exists, so every worker inherits the mask.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGINT);
-  sigaddset(&mask, SIGTERM);
-  if (pthread_sigmask(SIG_BLOCK, &mask, nullptr) != 0) return 1;
-  const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC);
-  if (sfd < 0) {
-    std::perror("spindle-kv: signalfd");
-    return 1;
-  }
-
   // What the fibers share lives here, outside the runtime: it must outlast
   // every fiber, and the runtime ends the others only after the root returns.
   kv::Db db;
   std::unique_ptr<kv::Log> log;
   std::optional<kv::Commands> commands;
+  spindle::apps::ConnectionLimit limit(max_connections);
   try {
+    spindle::apps::StopSignal stop;  // before the runtime starts any thread
     spindle::Config config{.workers = workers};
     // Close with FIN, not RST, so that a client reads our last reply (an
     // error before we hang up, say).
@@ -130,18 +110,13 @@ int main(int argc, char** argv) {
 
       // Connections are the acceptor's children: aborting it ends them all.
       auto acceptor = spindle::spawn("kv-acceptor", [&] {
-        for (;;) {
-          auto s = listener->accept();
-          if (!s) {
-            if (spindle::this_fiber::aborted()) return;
-            fmt::print(stderr, "spindle-kv: accept: {}\n", s.error().message());
-            (void)spindle::this_fiber::sleep_for(std::chrono::milliseconds(10));
-            continue;
-          }
-          spindle::spawn([&, stream = std::move(*s)]() mutable {
-            kv::serve(std::move(stream), *commands, *log, limits);
-          }).detach();
-        }
+        spindle::apps::accept_loop(
+            "spindle-kv", *listener, limit,
+            [&](spindle::net::TcpStream stream, spindle::apps::ConnectionLimit::Slot slot) {
+              spindle::spawn([&, stream = std::move(stream), slot = std::move(slot)]() mutable {
+                kv::serve(std::move(stream), *commands, *log, limits);
+              }).detach();
+            });
       });
       auto expirer = spindle::spawn("kv-expirer", [&] {
         while (spindle::this_fiber::sleep_for(std::chrono::milliseconds(100))) {
@@ -150,7 +125,7 @@ int main(int argc, char** argv) {
         }
       });
 
-      auto sig = wait_signal(sfd);
+      auto sig = stop.wait();
       fmt::print(stderr, "spindle-kv: {}, shutting down\n",
                  sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : sig.error().message());
       acceptor.abort();

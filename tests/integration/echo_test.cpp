@@ -1,6 +1,7 @@
 // spindle-echo as a user runs it: a separate process on 127.0.0.1, real
 // sockets from this process, stopped with signals.
 #include <catch2/catch.hpp>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,4 +92,37 @@ TEST_CASE("spindle-echo prints a fiber dump on SIGUSR1 and keeps serving", "[int
   CHECK_THAT(err, Catch::Contains("live tasks"));
   CHECK_THAT(err, Catch::Contains("'root': running (this dump)"));
   CHECK_THAT(err, Catch::Contains("parked (io accept)"));
+}
+
+TEST_CASE("spindle-echo closes connections beyond --max-connections and serves again after",
+          "[integration][echo]") {
+  Server server(kEcho, {"--max-connections", "2"});
+  std::vector<std::unique_ptr<Client>> open;
+  for (int i = 0; i < 2; ++i) {
+    open.push_back(std::make_unique<Client>(server.port()));
+    REQUIRE(open.back()->send_all("hello"));
+    REQUIRE(open.back()->recv_n(5) == "hello");
+  }
+  {
+    // Accepted and closed at once: end of stream. (It sends nothing: unread
+    // data at the close would turn the FIN into a reset.)
+    Client third(server.port());
+    bool eof = false;
+    CHECK(third.recv_all(&eof).empty());
+    CHECK(eof);
+  }
+  open.pop_back();  // frees a slot once the server sees the close
+  bool served = false;
+  for (int attempt = 0; attempt < 50 && !served; ++attempt) {
+    Client next(server.port());
+    served = next.send_all("again") && next.recv_n(5) == "again";
+    if (!served) std::this_thread::sleep_for(Ms(20));
+  }
+  CHECK(served);
+  REQUIRE(open.front()->send_all("still"));
+  CHECK(open.front()->recv_n(5) == "still");
+  CHECK(server.stop(SIGTERM) == 0);
+  INFO(server.process().err());
+  CHECK_THAT(server.process().err(),
+             Catch::Contains("refused 1 connection: 2 open, as many as --max-connections allows"));
 }

@@ -91,14 +91,17 @@ class Process {
   // Reads stdout until it holds a line containing `marker`; returns that
   // line, or nullopt at end of output or after `timeout`.
   std::optional<std::string> wait_for_line(std::string_view marker, Ms timeout) {
-    const auto deadline = SteadyClock::now() + timeout;
-    for (;;) {
-      for (std::size_t start = 0, nl; (nl = out_text_.find('\n', start)) != std::string::npos;
-           start = nl + 1) {
-        const std::string line = out_text_.substr(start, nl - start);
-        if (line.find(marker) != std::string::npos) return line;
-      }
-      if (!pump(deadline)) return std::nullopt;
+    return wait_for_line_in(out_text_, marker, timeout);
+  }
+  // The same on stderr.
+  std::optional<std::string> wait_for_err_line(std::string_view marker, Ms timeout) {
+    return wait_for_line_in(err_text_, marker, timeout);
+  }
+
+  // Collects output for `duration` (less if both pipes close), without waiting for exit.
+  void collect_for(Ms duration) {
+    const auto deadline = SteadyClock::now() + duration;
+    while (pump(deadline)) {
     }
   }
 
@@ -135,6 +138,19 @@ class Process {
   const std::string& err() const { return err_text_; }
 
  private:
+  std::optional<std::string> wait_for_line_in(const std::string& text, std::string_view marker,
+                                              Ms timeout) {
+    const auto deadline = SteadyClock::now() + timeout;
+    for (;;) {
+      for (std::size_t start = 0, nl; (nl = text.find('\n', start)) != std::string::npos;
+           start = nl + 1) {
+        const std::string line = text.substr(start, nl - start);
+        if (line.find(marker) != std::string::npos) return line;
+      }
+      if (!pump(deadline)) return std::nullopt;
+    }
+  }
+
   // Moves whatever the pipes hold into out_text_/err_text_, waiting at most
   // until `deadline`. False once both pipes are closed or the deadline passed.
   bool pump(SteadyClock::time_point deadline) {

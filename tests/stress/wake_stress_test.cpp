@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime_harness.hpp"
+#include "xorshift.hpp"
 
 using namespace std::chrono_literals;
 namespace tf = spindle::this_fiber;
@@ -23,15 +24,8 @@ std::uint64_t test_seed() {
 
 // Per-fiber random perturbation: now and then a short sleep or a yield, so
 // wakers and sleepers meet in every order.
-struct Jitter {
-  std::uint64_t state;
-  explicit Jitter(std::uint64_t seed) : state(seed | 1) {}
-  std::uint64_t next() {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    return state;
-  }
+struct Jitter : spindle::test::Xorshift {
+  using Xorshift::Xorshift;
   void operator()() {
     const std::uint64_t r = next();
     if (r % 64 == 0) {

@@ -75,6 +75,7 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   // Everything the server wrote to stderr so far.
   std::string log() const { return slurp(stderr_path_); }
 

@@ -325,3 +325,26 @@ TEST_CASE("an intact record that makes no sense stops the start and is kept", "[
   CHECK(out.find("is corrupt") != std::string::npos);
   CHECK(std::filesystem::file_size(log) == size);
 }
+
+TEST_CASE("beyond --max-connections a connection is closed and SIGUSR1 dumps the fibers",
+          "[kv][integration]") {
+  TempDir tmp;
+  Server s(tmp.path() / "data", {"--max-connections", "1"});
+  Client first(s.port());
+  first.send("PING\r\n");
+  REQUIRE(first.recv_exactly(7) == "+PONG\r\n");
+  {
+    Client second(s.port());  // accepted and closed at once
+    CHECK(second.recv_all().empty());
+  }
+  ::kill(s.pid(), SIGUSR1);
+  first.send("PING\r\n");  // still served, after the dump
+  CHECK(first.recv_exactly(7) == "+PONG\r\n");
+  first.send("QUIT\r\n");
+  CHECK(first.recv_all() == "+OK\r\n");
+  CHECK(s.stop() == 0);
+  const std::string log = s.log();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains("refused 1 connection: 1 open"));
+  CHECK_THAT(log, Catch::Contains("'kv-acceptor': parked (io accept)"));
+}
