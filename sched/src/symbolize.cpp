@@ -33,27 +33,42 @@ void append_frames(std::string& out, void* const* frames, std::size_t count, con
 
 // Boost.Stacktrace keeps libbacktrace's state (the parsed debug information)
 // per thread and never frees it. Every lookup therefore runs on this one
-// thread, which lives until the process exits: the debug information is read
-// once per process however many threads ask. Callers block until their job is
-// done, one job at a time. A forked child starts its own thread.
+// thread, started on first use and stopped and joined at static destruction:
+// the debug information is read once per process however many threads ask,
+// and no thread of ours is left running when the process exits. Callers block
+// until their job is done, one job at a time. A forked child starts its own
+// thread and never touches its parent's (which does not exist in the child).
 class Symbolizer {
  public:
   static void run(const std::function<void()>& job) {
-    static std::mutex instance_mutex;
-    static Symbolizer* instance = nullptr;  // never destroyed: its thread may outlive main
+    static Registry registry;
     Symbolizer* s;
     {
-      std::lock_guard lock(instance_mutex);
-      if (!instance || instance->pid_ != ::getpid()) instance = new Symbolizer;
-      s = instance;
+      std::lock_guard lock(registry.mutex);
+      if (!registry.instance || registry.instance->pid_ != ::getpid())
+        registry.instance = new Symbolizer;  // a parent's instance is leaked in a child
+      s = registry.instance;
     }
     s->submit(job);
   }
 
- private:
-  Symbolizer() {
-    std::thread([this] { loop(); }).detach();
+  ~Symbolizer() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
   }
+
+ private:
+  struct Registry {
+    std::mutex mutex;
+    Symbolizer* instance = nullptr;
+    ~Registry() {
+      if (instance && instance->pid_ == ::getpid()) delete instance;
+    }
+  };
 
   void submit(const std::function<void()>& job) {
     std::unique_lock lock(mutex_);
@@ -72,7 +87,8 @@ class Symbolizer {
   void loop() {
     std::unique_lock lock(mutex_);
     for (;;) {
-      ready_.wait(lock, [&] { return job_ != nullptr && finished_ == nullptr; });
+      ready_.wait(lock, [&] { return stopping_ || (job_ != nullptr && finished_ == nullptr); });
+      if (stopping_) return;
       const std::function<void()>* job = job_;
       lock.unlock();
       std::exception_ptr error;
@@ -90,11 +106,13 @@ class Symbolizer {
 
   const pid_t pid_ = ::getpid();
   std::mutex mutex_;
-  std::condition_variable ready_;                    // a job was posted
+  std::condition_variable ready_;                    // a job was posted, or stopping_ set
   std::condition_variable done_;                     // a job finished, or its result was collected
   const std::function<void()>* job_ = nullptr;       // the job posted, until collected
   const std::function<void()>* finished_ = nullptr;  // the job just run, until collected
   std::exception_ptr error_;
+  bool stopping_ = false;                   // set once, by the destructor
+  std::thread thread_{[this] { loop(); }};  // last: starts after the members above
 };
 
 }  // namespace
