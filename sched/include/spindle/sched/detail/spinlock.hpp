@@ -7,15 +7,16 @@
 
 namespace spindle::detail {
 
-// SpinLocks this thread holds, and whether it has worker wake-ups waiting for
-// the count to reach zero: a wake-up's futex or eventfd syscall takes
-// microseconds (an inter-processor interrupt, a VM exit), and made under a
-// primitive's lock it would stall the very fiber it wakes, which re-takes that
-// lock first thing. Written only by the owning thread.
-inline thread_local unsigned t_spinlocks_held = 0;
-inline thread_local bool t_unparks_deferred = false;
-// Performs the wake-ups deferred while spinlocks were held (sched/src/unpark.cpp).
-void run_deferred_unparks() noexcept;
+// Counts the SpinLocks this thread holds (sched/src/unpark.cpp). A worker
+// wake-up requested while any is held waits until the last is released: a
+// wake-up's futex or eventfd syscall takes microseconds (an inter-processor
+// interrupt, a VM exit), and made under a primitive's lock it would stall the
+// very fiber it wakes, which re-takes that lock first thing. Out of line on
+// purpose: inlined into a fiber's code, the compiler may compute the
+// thread-local's address once and reuse it after a park that moved the fiber
+// to another thread.
+void spinlock_taken() noexcept;
+void spinlock_released() noexcept;
 
 // Thread-safe. Test-and-test-and-set with a pause, falling back to
 // sched_yield() so a preempted holder on a busy core can run. Critical
@@ -28,7 +29,7 @@ class SpinLock {
     for (int spins = 0;; ++spins) {
       // acquire; pairs with the release in unlock().
       if (!locked_.exchange(true, std::memory_order_acquire)) {
-        ++t_spinlocks_held;
+        spinlock_taken();
         return;
       }
       while (locked_.load(std::memory_order_relaxed)) {
@@ -47,14 +48,14 @@ class SpinLock {
         locked_.exchange(true, std::memory_order_acquire)) {
       return false;
     }
-    ++t_spinlocks_held;
+    spinlock_taken();
     return true;
   }
   // release; pairs with the acquire in lock(). Must run on the thread that
   // locked (a parking fiber's unlock runs on its worker, the same thread).
   void unlock() noexcept {
     locked_.store(false, std::memory_order_release);
-    if (--t_spinlocks_held == 0 && t_unparks_deferred) run_deferred_unparks();
+    spinlock_released();
   }
 
  private:
