@@ -20,8 +20,11 @@ endif()
 
 if(SPINDLE_SANITIZE STREQUAL "address")
   set(_spindle_san -fsanitize=address,undefined -fno-sanitize-recover=all)
-  # GCC 12 reports false -Wmaybe-uninitialized inside <regex> when instrumenting.
-  target_compile_options(spindle_options INTERFACE -Wno-maybe-uninitialized)
+  # GCC 12 reports false -Wmaybe-uninitialized inside <regex> when instrumenting
+  # (clang has no such warning, and rejects the option).
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(spindle_options INTERFACE -Wno-maybe-uninitialized)
+  endif()
   target_compile_definitions(spindle_options INTERFACE SPINDLE_ASAN=1)
 elseif(SPINDLE_SANITIZE STREQUAL "thread")
   set(_spindle_san -fsanitize=thread)

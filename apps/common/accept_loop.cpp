@@ -71,7 +71,8 @@ void accept_loop(std::string_view program, net::TcpListener& listener, Connectio
       conn->close();
       if (refused.note()) {
         const std::size_t n = refused.take();
-        fmt::print(stderr, "{}: refused {} connection{}: {} open, as many as --max-connections allows\n",
+        fmt::print(stderr,
+                   "{}: refused {} connection{}: {} open, as many as --max-connections allows\n",
                    program, n, n == 1 ? "" : "s", limit.max());
       }
       continue;

@@ -43,7 +43,7 @@ Outcome run_capturing_stderr(const char* path) {
 
 TEST_CASE("a fiber overflowing its stack is reported by id and name, then the process aborts",
           "[death]") {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SPINDLE_ASAN)
   SPINDLE_SKIP("ASan reports stack overflows itself");
 #endif
   const Outcome o = run_capturing_stderr(SPINDLE_OVERFLOW_HELPER);

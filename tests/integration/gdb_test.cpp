@@ -21,7 +21,7 @@ const std::string kScript = SPINDLE_GDB_SCRIPT;
 
 spindle::test::Finished run_gdb(const std::vector<std::string>& commands) {
   std::vector<std::string> argv{"gdb", "-batch", "-nx", "-ex", "source " + kScript};
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(SPINDLE_ASAN)
   // LeakSanitizer cannot run under ptrace: its exit-time check would abort
   // the fixture. The later detect_leaks wins over one in ASAN_OPTIONS.
   const char* asan = std::getenv("ASAN_OPTIONS");

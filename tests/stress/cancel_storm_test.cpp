@@ -41,7 +41,7 @@ std::uint64_t test_seed() {
   return std::random_device{}();
 }
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 // TSan keeps per-fiber state far larger than a fiber (and runs them ~10x
 // slower): fewer readers, still more than both rings' in-flight caps.
 constexpr std::size_t kReaders = 3'000;

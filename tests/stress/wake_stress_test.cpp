@@ -36,7 +36,7 @@ struct Jitter : spindle::test::Xorshift {
   }
 };
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr auto kDeadline = 600s;
 #else
 constexpr auto kDeadline = 120s;
@@ -98,7 +98,7 @@ TEST_CASE("stress: fibers and plain threads wake each other through every primit
   const std::uint64_t seed = test_seed();
   std::printf("stress seed = %llu (replay with SPINDLE_SEED=%llu)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
   constexpr int kRounds = 2'000;
 #else
   constexpr int kRounds = 20'000;

@@ -178,6 +178,7 @@ TEST_CASE("fiber: exit_to ends a fiber and its stack hosts the next one") {
     return 1;
   }
   const std::uint64_t below = recurse(depth - 1, deepest);
+  asm volatile("" ::"r"(frame) : "memory");  // frame stays live: no tail-call rewrite
   return below + static_cast<unsigned char>(frame[0]) + static_cast<unsigned char>(frame[1023]);
 }
 

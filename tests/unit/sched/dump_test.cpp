@@ -22,7 +22,7 @@ using spindle::test::eventually;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_ASAN) || defined(SPINDLE_TSAN)
 constexpr bool kBacktraces = false;  // backtrace_of is off in sanitizer builds
 #else
 constexpr bool kBacktraces = true;
@@ -60,7 +60,6 @@ TEST_CASE("dump: lists parked fibers with what they wait for and leaves them wor
       [] {
         Channel<int> ch;
         Event ev;
-        Mutex mu;
         int pipe_fds[2];
         REQUIRE(::pipe(pipe_fds) == 0);
         auto receiver = spindle::spawn("receiver", [&] { return receive_in_dump_marker(ch); });

@@ -22,7 +22,7 @@ using spindle::test::eventually;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr int kSteps = 60;
 #else
 constexpr int kSteps = 200;

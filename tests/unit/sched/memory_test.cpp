@@ -43,7 +43,7 @@ std::size_t max_map_count() {
 }  // namespace
 
 TEST_CASE("a million spawns before the first yield keep peak RSS under 1 GiB", "[memory]") {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_ASAN) || defined(SPINDLE_TSAN)
   SPINDLE_SKIP("peak RSS is meaningless under a sanitizer's shadow memory");
 #endif
   std::size_t ran = spindle::test::run([] {
@@ -59,7 +59,7 @@ TEST_CASE("a million spawns before the first yield keep peak RSS under 1 GiB", "
 
 TEST_CASE("100,000 parked fibers fit with guard pages under the default vm.max_map_count",
           "[memory]") {
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
   SPINDLE_SKIP("TSan keeps per-fiber state far larger than a fiber");
 #endif
   spindle::test::run([] {

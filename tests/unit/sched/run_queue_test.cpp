@@ -176,7 +176,7 @@ TEST_CASE("run queue: steals chain from queue to queue and across ring laps", "[
   for (std::size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == 1);
 }
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr std::uint32_t kConcurrentItems = 100'000;
 #else
 constexpr std::uint32_t kConcurrentItems = 1'000'000;

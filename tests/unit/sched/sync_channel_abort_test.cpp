@@ -22,7 +22,7 @@ using spindle::test::kSettle;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr int kStreamValues = 2'000;
 #else
 constexpr int kStreamValues = 10'000;

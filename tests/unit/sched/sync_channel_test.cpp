@@ -30,7 +30,7 @@ using spindle::test::kSettle;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr std::uint32_t kManyValues = 20'000;
 constexpr int kStreamValues = 2'000;
 #else

@@ -22,7 +22,7 @@ using spindle::test::kSettle;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr int kItemsPerProducer = 500;
 #else
 constexpr int kItemsPerProducer = 5000;

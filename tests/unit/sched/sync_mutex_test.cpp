@@ -19,7 +19,7 @@ using spindle::test::kSettle;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr int kRounds = 300;
 #else
 constexpr int kRounds = 3000;

@@ -21,7 +21,7 @@ using spindle::test::kSettle;
 
 namespace {
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SPINDLE_TSAN)
 constexpr int kRounds = 40;
 #else
 constexpr int kRounds = 200;
