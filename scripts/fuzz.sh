@@ -3,6 +3,7 @@
 # Runs each libFuzzer target of fuzz/ (built by the `asan` preset into
 # BUILD_DIR, default build/asan) for SECONDS (default 60) on a copy of its
 # seed corpus in a temporary directory: the repository is never written to.
+# Targets run side by side, one per CPU (FUZZ_JOBS sets how many).
 # Prints, per target, the seconds run, the executions, the corpus size at the
 # end and the result. Fails (exit 1) if any target crashed, leaked, timed out
 # or ran out of memory; the input that did it is copied to
@@ -36,19 +37,16 @@ trap 'rm -rf "$tmp"' EXIT
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
-failed=()
-printf '%-14s %8s %12s %8s  %s\n' target seconds executions corpus result
-for t in "${targets[@]}"; do
-  dir="$tmp/$t"
-  mkdir -p "$dir/corpus" "$dir/artifacts"
+# Runs target $1 into $tmp/$1/: its log, and a one-line result in "result".
+fuzz_one() {
+  local t="$1" dir="$tmp/$1" rc=0 begin ran execs size result
+  mkdir -p "$dir/corpus" "$dir/artifacts" "$dir/scratch"
   cp -R "fuzz/corpus/$t/." "$dir/corpus/"
-  extra=()
+  local extra=()
   # Log::open reports every torn tail and corrupt log on stderr: keep the
   # fuzzer's own output readable (crash reports still get through).
   [[ "$t" == log_replay ]] && extra+=(-close_fd_mask=2)
-  mkdir -p "$dir/scratch"
   begin=$(date +%s)
-  rc=0
   # TMPDIR: where a target keeps scratch files (log_replay's Storage directory).
   TMPDIR="$dir/scratch" "$build/fuzz/spindle_fuzz_$t" "$dir/corpus" -max_total_time="$seconds" -timeout=10 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$dir/artifacts/" \
@@ -56,7 +54,7 @@ for t in "${targets[@]}"; do
   ran=$(( $(date +%s) - begin ))
   execs=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$dir/log" | tail -n 1)
   if [[ -z "$execs" ]]; then  # no final stats after a crash: the last status line
-    execs=$(grep -o '^#[0-9]*' "$dir/log" | tail -n 1 | tr -d '#')
+    execs=$(grep -o '^#[0-9]*' "$dir/log" | tail -n 1 | tr -d '#') || execs=""
   fi
   size=$(find "$dir/corpus" -type f | wc -l)
   if [[ $rc -eq 0 ]] &&
@@ -64,12 +62,28 @@ for t in "${targets[@]}"; do
     result=ok
   else
     result="FAILED (exit $rc)"
+  fi
+  printf '%-14s %8s %12s %8s  %s\n' "$t" "$ran" "${execs:-?}" "$size" "$result" >"$dir/result"
+}
+
+# As many targets at once as there are CPUs (FUZZ_JOBS overrides).
+parallel="${FUZZ_JOBS:-$(nproc)}"
+for t in "${targets[@]}"; do
+  while (( $(jobs -rp | wc -l) >= parallel )); do wait -n || true; done
+  fuzz_one "$t" &
+done
+wait
+
+failed=()
+printf '%-14s %8s %12s %8s  %s\n' target seconds executions corpus result
+for t in "${targets[@]}"; do
+  dir="$tmp/$t"
+  [[ -f "$dir/result" ]] || printf '%-14s  FAILED (no result)\n' "$t" >"$dir/result"
+  cat "$dir/result"
+  if ! grep -q ' ok$' "$dir/result"; then
     failed+=("$t")
     mkdir -p "$build/fuzz/artifacts/$t"
     cp -R "$dir/artifacts/." "$build/fuzz/artifacts/$t/"
-  fi
-  printf '%-14s %8s %12s %8s  %s\n' "$t" "$ran" "${execs:-?}" "$size" "$result"
-  if [[ "$result" != ok ]]; then
     echo "--- $t: the fuzzer's report (inputs kept in $build/fuzz/artifacts/$t/):"
     tail -n 60 "$dir/log"
     echo "---"
