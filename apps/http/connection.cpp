@@ -1,8 +1,10 @@
 #include "connection.hpp"
 
+#include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cerrno>
+#include <optional>
 #include <string>
 
 #include "request_parser.hpp"
@@ -56,12 +58,23 @@ void finish(net::TcpStream& stream, std::string& out) {
   }
 }
 
+// The next read's timeout: `idle`, cut short by the request's own deadline
+// once the request has begun.
+net::Timeout read_timeout(const ServerOptions& options, const std::optional<Deadline>& began) {
+  Deadline deadline = Clock::now() + options.idle_timeout;
+  if (began && options.request_timeout.count() > 0)
+    deadline = std::min(deadline, *began + options.request_timeout);
+  return net::Timeout::at(deadline);
+}
+
 }  // namespace
 
 void serve(net::TcpStream& stream, const ServerOptions& options) {
   std::string out;
-  const net::Timeout idle(options.idle_timeout);
   for (;;) {
+    // When this request's first byte arrived (at the latest), once it has.
+    std::optional<Deadline> began;
+    if (!stream.peek().empty()) began = Clock::now();
     RequestParser parser;
     parser.header_limit(options.header_limit);
     parser.body_limit(options.body_limit);
@@ -93,13 +106,14 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
         if (!stream.write_all(out)) return;
         out.clear();
       }
-      auto n = stream.fill(idle);
+      auto n = stream.fill(read_timeout(options, began));
+      if (n && *n > 0 && !began) began = Clock::now();
       if (!n) {
         if (n.error() == std::errc::no_buffer_space) {  // a read buffer smaller than the limit
           append_response(out, Status::kHeaderFieldsTooLarge, {.keep_alive = false});
           finish(stream, out);
         }
-        return;  // idle timeout, reset, abort: close
+        return;  // idle or request timeout, reset, abort: close
       }
       if (*n == 0) return;  // the client closed (between requests, or mid-request: no answer)
     }

@@ -11,6 +11,9 @@ namespace spindle::apps::http {
 struct ServerOptions {
   // A connection silent this long (between requests, or within one) is closed.
   std::chrono::nanoseconds idle_timeout = std::chrono::seconds(60);
+  // A request not whole this long after its first byte is closed without an
+  // answer: a client trickling one (slowloris) keeps no connection. 0: no limit.
+  std::chrono::nanoseconds request_timeout = std::chrono::seconds(30);
   // Request line and headers larger than this are answered 431.
   std::uint32_t header_limit = 8 * 1024;
   // Bodies larger than this are answered 413 (before they are read, when the
@@ -18,8 +21,8 @@ struct ServerOptions {
   std::uint64_t body_limit = 1024 * 1024;
 };
 
-// Serves requests on `stream` until the client closes, an error, the idle
-// timeout, or end of input. Requests are parsed in place from the stream's
+// Serves requests on `stream` until the client closes, an error, the idle or
+// request timeout, or end of input. Requests are parsed in place from the stream's
 // read buffer; the responses to every request already received go out in one
 // write (pipelining). A malformed request gets 400, oversized ones 431/413,
 // and the connection is then closed after the response, as it is after

@@ -3,7 +3,8 @@
 // metrics in the Prometheus text format; anything else 404 (405 for other
 // methods on those paths). Keep-alive and pipelining; 431/413 past the header
 // and body limits, 400 for malformed requests (then the connection closes);
-// idle connections close after --idle-timeout. SIGINT or SIGTERM stops
+// idle connections close after --idle-timeout, and a request not whole
+// --request-timeout after its first byte (slowloris) closes its connection. SIGINT or SIGTERM stops
 // accepting, lets the responses in flight finish, and exits 0.
 
 #include <CLI/CLI.hpp>
@@ -33,8 +34,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--body-limit", options.body_limit, "bytes of request body (413 past it)")
       ->capture_default_str();
+  double request_s = 30;
+  app.add_option("--request-timeout", request_s,
+                 "seconds from a request's first byte to its last (0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.idle_timeout = flags.idle_timeout();
+  options.request_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(request_s));
   return spindle::apps::run_server(
       kProgram, flags, [&options](net::TcpStream& stream) { http::serve(stream, options); });
 }

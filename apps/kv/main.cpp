@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -53,7 +54,21 @@ int main(int argc, char** argv) {
                  "connections open at once; one more is accepted and closed at once")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
       ->capture_default_str();
+  double idle_s = 0;
+  app.add_option("--idle-timeout", idle_s,
+                 "seconds a connection may stay silent between commands (0: for ever)")
+      ->check(CLI::Range(0.0, 86400.0 * 365))
+      ->capture_default_str();
+  double command_s = 30;
+  app.add_option("--command-timeout", command_s,
+                 "seconds from a command's first byte to its last (0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0 * 365))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  const auto to_ns = [](double s) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
+  };
+  const kv::Timeouts timeouts{.idle = to_ns(idle_s), .command = to_ns(command_s)};
 
   const kv::FsyncPolicy policy = fsync == "always"     ? kv::FsyncPolicy::kAlways
                                  : fsync == "everysec" ? kv::FsyncPolicy::kEverysec
@@ -114,7 +129,7 @@ int main(int argc, char** argv) {
             "spindle-kv", *listener, limit,
             [&](spindle::net::TcpStream stream, spindle::apps::ConnectionLimit::Slot slot) {
               spindle::spawn([&, stream = std::move(stream), slot = std::move(slot)]() mutable {
-                kv::serve(std::move(stream), *commands, *log, limits);
+                kv::serve(std::move(stream), *commands, *log, limits, timeouts);
               }).detach();
             });
       });

@@ -20,9 +20,19 @@ bool flush(spindle::net::TcpStream& stream, Log& log, std::string& out) {
   return true;
 }
 
+// The deadline of the next read: `idle` from now between commands, else
+// `command` from when the unfinished command's first byte arrived.
+spindle::Deadline read_deadline(const Timeouts& timeouts, bool mid_command,
+                                spindle::Deadline command_began) {
+  const auto limit = mid_command ? timeouts.command : timeouts.idle;
+  if (limit.count() == 0) return spindle::kNoDeadline;
+  return (mid_command ? command_began : spindle::Clock::now()) + limit;
+}
+
 }  // namespace
 
-void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits) {
+void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits,
+           const Timeouts& timeouts) {
   Parser parser(limits);
   std::string in(kReadSize, '\0');
   std::size_t len = 0;   // in[0, len) is input not yet run, from a command's start
@@ -30,13 +40,17 @@ void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const L
   std::string out;
   std::vector<std::string_view> argv;
   Session session;
+  spindle::Deadline command_began{};  // when in[0]'s command began to arrive, if len > 0
+  spindle::Deadline last_read{};
   for (;;) {
     while (len < need) {
       const std::size_t want = std::max(need, len + kReadSize);
       if (in.size() < want) in.resize(std::max(want, in.size() * 2));
-      // Idle clients may stay connected for ever, as with redis's default.
-      auto n = stream.read(std::span(in.data() + len, in.size() - len), Timeout::never());
-      if (!n || *n == 0) return;
+      const auto deadline = read_deadline(timeouts, len > 0, command_began);
+      auto n = stream.read(std::span(in.data() + len, in.size() - len), Timeout::at(deadline));
+      if (!n || *n == 0) return;  // closed, timed out, reset or aborted
+      last_read = spindle::Clock::now();
+      if (len == 0) command_began = last_read;
       len += *n;
     }
     std::size_t start = 0;
@@ -66,10 +80,12 @@ void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const L
       if (out.size() >= kFlushAt && !flush(stream, log, out)) return;
     }
     // Keep the unconsumed bytes (the start of the next command) at the front.
+    // That command began in the last read at the earliest.
     if (start > 0) {
       std::memmove(in.data(), in.data() + start, len - start);
       len -= start;
       if (session.close) len = 0;
+      command_began = last_read;
     }
     if (!flush(stream, log, out) || session.close) return;
     // Give back the memory of a huge request once it is done.

@@ -1,6 +1,7 @@
 // serve(): one client connection: read, parse, run, wait for the log, reply.
 #pragma once
 
+#include <chrono>
 #include <spindle/net/stream.hpp>
 
 #include "commands.hpp"
@@ -9,12 +10,23 @@
 
 namespace kv {
 
+// How long a client may take. Zero: no limit. Plain value.
+struct Timeouts {
+  // Silent between commands (--idle-timeout; redis's `timeout`, off by default).
+  std::chrono::nanoseconds idle{0};
+  // From a command's first byte to its last (--command-timeout): a client
+  // that trickles a command (slowloris) is closed.
+  std::chrono::nanoseconds command = std::chrono::seconds(30);
+};
+
 // Serves `stream` until the client closes it, sends bad protocol input (it
-// gets a RESP error, then the connection closes), or the fiber is aborted.
+// gets a RESP error, then the connection closes), stays silent or trickles a
+// command past `timeouts` (the connection closes), or the fiber is aborted.
 // Pipelined commands are run in a batch; their replies go out together once
 // the log holds every change made so far (see Log::wait), so no reply, not
 // even a GET's, shows data that a crash could still take back.
 // Suspends: on the socket, the keyspace and the log.
-void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits);
+void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits,
+           const Timeouts& timeouts);
 
 }  // namespace kv

@@ -2,8 +2,11 @@
 // /metrics) and short bounded wrk runs, plus raw sockets for pipelining and
 // stops.
 #include <catch2/catch.hpp>
+#include <cerrno>
+#include <chrono>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "exposition.hpp"
@@ -172,6 +175,35 @@ TEST_CASE("idle connections are closed after --idle-timeout", "[integration][htt
   CHECK(c.recv_all(&eof).empty());
   CHECK(eof);
   CHECK(std::chrono::steady_clock::now() - t0 >= Ms(150));
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("a request trickled past --request-timeout closes the connection unanswered",
+          "[integration][http]") {
+  Server server(kHttp, {"--request-timeout", "1"});
+  Client c(server.port());
+  REQUIRE(c.send_all("GET / HTTP/1.1\r\nHost: x\r\n"));
+  // One header byte every 100 ms, each well inside the 60 s idle timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  int sent = 0;
+  bool closed = false;
+  while (sent < 100 && !closed) {
+    std::this_thread::sleep_for(Ms(100));
+    char byte;
+    const ssize_t r = ::recv(c.fd(), &byte, 1, MSG_DONTWAIT);
+    closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+             ::send(c.fd(), "X", 1, MSG_NOSIGNAL) != 1;
+    if (!closed) ++sent;
+  }
+  const auto took = std::chrono::steady_clock::now() - t0;
+  INFO(sent << " header bytes sent");
+  CHECK(closed);
+  CHECK(sent < 100);
+  CHECK(took >= Ms(900));
+  // A prompt client on another connection is served.
+  Client ok(server.port());
+  REQUIRE(ok.send_all(kGet));
+  CHECK(count_of(ok.recv_until("Hello, World!", 1), "Hello, World!") == 1);
   CHECK(server.stop() == 0);
 }
 

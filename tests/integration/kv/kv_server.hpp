@@ -211,6 +211,7 @@ class Client {
     }
     return out;
   }
+  int fd() const { return fd_; }
   // True if the peer has closed (a read returns 0 within 10 s).
   bool closed_by_peer() {
     char c;
