@@ -19,10 +19,6 @@ namespace {
 using namespace std::chrono_literals;
 using Handler = std::function<void(net::TcpStream&)>;
 
-std::chrono::nanoseconds seconds(double s) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
-}
-
 // The root fiber. Suspends: for the server's whole life.
 int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
           ConnectionSet& connections, ConnectionLimit& limit, const Handler& handle) {
@@ -81,6 +77,10 @@ void ServerFlags::add_to(CLI::App& app) {
                  "connections open at once; one more is accepted and closed at once")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
       ->capture_default_str();
+}
+
+std::chrono::nanoseconds seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
 }
 
 std::chrono::nanoseconds ServerFlags::idle_timeout() const { return seconds(idle_s); }

@@ -16,6 +16,9 @@ class App;
 
 namespace spindle::apps {
 
+// `s` seconds (a command-line value) as nanoseconds.
+std::chrono::nanoseconds seconds(double s);
+
 // The flags every connection server takes. Plain value.
 struct ServerFlags {
   std::string listen;        // --listen host:port

@@ -41,8 +41,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.idle_timeout = flags.idle_timeout();
-  options.request_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(request_s));
+  options.request_timeout = spindle::apps::seconds(request_s);
   return spindle::apps::run_server(
       kProgram, flags, [&options](net::TcpStream& stream) { http::serve(stream, options); });
 }

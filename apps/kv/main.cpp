@@ -22,6 +22,7 @@
 #include "db.hpp"
 #include "log.hpp"
 #include "resp.hpp"
+#include "serve.hpp"
 #include "server.hpp"
 #include "stop_signal.hpp"
 
@@ -65,10 +66,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0 * 365))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const auto to_ns = [](double s) {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(s));
-  };
-  const kv::Timeouts timeouts{.idle = to_ns(idle_s), .command = to_ns(command_s)};
+  const kv::Timeouts timeouts{.idle = spindle::apps::seconds(idle_s),
+                              .command = spindle::apps::seconds(command_s)};
 
   const kv::FsyncPolicy policy = fsync == "always"     ? kv::FsyncPolicy::kAlways
                                  : fsync == "everysec" ? kv::FsyncPolicy::kEverysec

@@ -18,6 +18,8 @@ using spindle::test::count_of;
 using spindle::test::Ms;
 using spindle::test::run_program;
 using spindle::test::Server;
+using spindle::test::Trickle;
+using spindle::test::trickle;
 
 namespace {
 
@@ -184,22 +186,11 @@ TEST_CASE("a request trickled past --request-timeout closes the connection unans
   Client c(server.port());
   REQUIRE(c.send_all("GET / HTTP/1.1\r\nHost: x\r\n"));
   // One header byte every 100 ms, each well inside the 60 s idle timeout.
-  const auto t0 = std::chrono::steady_clock::now();
-  int sent = 0;
-  bool closed = false;
-  while (sent < 100 && !closed) {
-    std::this_thread::sleep_for(Ms(100));
-    char byte;
-    const ssize_t r = ::recv(c.fd(), &byte, 1, MSG_DONTWAIT);
-    closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
-             ::send(c.fd(), "X", 1, MSG_NOSIGNAL) != 1;
-    if (!closed) ++sent;
-  }
-  const auto took = std::chrono::steady_clock::now() - t0;
-  INFO(sent << " header bytes sent");
-  CHECK(closed);
-  CHECK(sent < 100);
-  CHECK(took >= Ms(900));
+  const Trickle t = trickle(c.fd(), 'X', 100);
+  INFO(t.sent << " header bytes sent");
+  CHECK(t.closed);
+  CHECK(t.sent < 100);
+  CHECK(t.took >= Ms(900));
   // A prompt client on another connection is served.
   Client ok(server.port());
   REQUIRE(ok.send_all(kGet));

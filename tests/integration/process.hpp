@@ -322,4 +322,28 @@ inline std::size_t count_of(std::string_view text, std::string_view needle) {
   return c;
 }
 
+// What trickle() saw.
+struct Trickle {
+  int sent = 0;         // bytes sent before the peer closed
+  bool closed = false;  // the peer ended the stream or reset it, or a send failed
+  SteadyClock::duration took{};
+};
+
+// Sends `byte` on `fd` once every 100 ms, at most `max` times, and stops
+// early once the peer has closed the connection (a slowloris client).
+inline Trickle trickle(int fd, char byte, int max) {
+  Trickle t;
+  const auto began = SteadyClock::now();
+  while (t.sent < max && !t.closed) {
+    std::this_thread::sleep_for(Ms(100));
+    char c;
+    const ssize_t r = ::recv(fd, &c, 1, MSG_DONTWAIT);
+    t.closed = r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK) ||
+               ::send(fd, &byte, 1, MSG_NOSIGNAL) != 1;
+    if (!t.closed) ++t.sent;
+  }
+  t.took = SteadyClock::now() - began;
+  return t;
+}
+
 }  // namespace spindle::test

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "../process.hpp"
 #include "kv_server.hpp"
 #include "proc_stats.hpp"
 
@@ -15,19 +16,10 @@ using kvtest::resp;
 using kvtest::Server;
 using kvtest::TempDir;
 using spindle::test::rss_kib;
+using spindle::test::Trickle;
+using spindle::test::trickle;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-namespace {
-
-// True if the peer has closed `fd` (end of stream or a reset), without waiting.
-bool peer_closed(int fd) {
-  char c;
-  const ssize_t r = ::recv(fd, &c, 1, MSG_DONTWAIT);
-  return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
-}
-
-}  // namespace
 
 TEST_CASE("a command trickled past --command-timeout closes the connection", "[kv][integration]") {
   TempDir tmp;
@@ -44,19 +36,11 @@ TEST_CASE("a command trickled past --command-timeout closes the connection", "[k
   // A SET whose 100-byte value comes one byte every 100 ms: 10 s in all.
   Client slow(s.port());
   slow.send("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\n");
-  const auto began = Clock::now();
-  int sent = 0;
-  bool closed = false;
-  while (sent < 100 && !closed) {
-    std::this_thread::sleep_for(100ms);
-    closed = peer_closed(slow.fd()) || ::send(slow.fd(), "v", 1, MSG_NOSIGNAL) != 1;
-    if (!closed) ++sent;
-  }
-  const auto took = Clock::now() - began;
-  INFO(sent << " value bytes sent in " << std::chrono::duration<double>(took).count() << " s");
-  REQUIRE(closed);
-  CHECK(sent < 100);
-  CHECK(took >= 900ms);  // not before the limit (1 s from the first byte)
+  const Trickle t = trickle(slow.fd(), 'v', 100);
+  INFO(t.sent << " value bytes sent in " << std::chrono::duration<double>(t.took).count() << " s");
+  REQUIRE(t.closed);
+  CHECK(t.sent < 100);
+  CHECK(t.took >= 900ms);  // not before the limit (1 s from the first byte)
 
   // Nothing of the cut-off command was run; the server serves on.
   Client check(s.port());
