@@ -4,40 +4,24 @@
 
 namespace spindle::detail {
 
-void GlobalQueue::push_chain(Fiber* head, Fiber* tail, std::size_t n) noexcept {
-  tail->next = nullptr;
+void GlobalQueue::push(Fiber* const* items, std::size_t n) noexcept {
   std::lock_guard lock(mutex_);
-  if (tail_) {
-    tail_->next = head;
-  } else {
-    head_ = head;
-  }
-  tail_ = tail;
-  len_.store(len_.load(std::memory_order_relaxed) + n, std::memory_order_release);
+  fibers_.insert(fibers_.end(), items, items + n);
+  len_.store(fibers_.size(), std::memory_order_release);
 }
 
-Fiber* GlobalQueue::take(std::size_t max, std::size_t& n) noexcept {
-  n = 0;
-  if (max == 0 || empty()) return nullptr;
+std::size_t GlobalQueue::take(Fiber** out, std::size_t max) noexcept {
+  if (max == 0 || empty()) return 0;
   std::lock_guard lock(mutex_);
-  Fiber* head = head_;
-  Fiber* last = nullptr;
-  Fiber* cur = head_;
-  while (cur && n < max) {
-    last = cur;
-    cur = cur->next;
-    ++n;
-  }
-  if (n == 0) return nullptr;
-  head_ = cur;
-  if (!cur) tail_ = nullptr;
-  last->next = nullptr;
-  len_.store(len_.load(std::memory_order_relaxed) - n, std::memory_order_release);
-  return head;
+  const std::size_t n = std::min(max, fibers_.size());
+  std::copy_n(fibers_.begin(), n, out);
+  fibers_.erase(fibers_.begin(), fibers_.begin() + static_cast<std::ptrdiff_t>(n));
+  len_.store(fibers_.size(), std::memory_order_release);
+  return n;
 }
 
 std::size_t GlobalQueue::share(std::size_t len, std::size_t workers) noexcept {
-  return std::min({len / workers + 1, std::size_t{128}, len});
+  return std::min({len / workers + 1, kMaxShare, len});
 }
 
 }  // namespace spindle::detail

@@ -4,37 +4,41 @@
 
 #include <atomic>
 #include <cstddef>
+#include <deque>
 #include <mutex>
 
 #include "spindle/sched/detail/fiber.hpp"
 
 namespace spindle::detail {
 
-// Thread-safe. A mutex-guarded intrusive FIFO (through Fiber::next) with its
-// length mirrored in an atomic, so looking at an empty queue takes no lock.
+// Thread-safe. A mutex-guarded FIFO of fiber pointers with its length
+// mirrored in an atomic, so looking at an empty queue takes no lock. Pointers
+// in a deque rather than a list through Fiber::next: taking a batch touches
+// no fiber's memory, where a list walk misses the cache once per fiber (the
+// queue holds the fibers that overflowed, often long since evicted). A push
+// that cannot get memory ends the process (std::terminate): losing a ready
+// fiber would hang its joiners instead.
 //
-// Invariant: len_ equals the list's length; it is stored only under mutex_.
+// Invariant: len_ equals fibers_.size(); it is stored only under mutex_.
 class GlobalQueue {
  public:
   std::size_t len() const noexcept { return len_.load(std::memory_order_acquire); }
   bool empty() const noexcept { return len() == 0; }
 
-  // Appends one fiber, or a chain of `n` fibers linked through next (oldest
-  // first).
-  void push(Fiber* f) noexcept { push_chain(f, f, 1); }
-  void push_chain(Fiber* head, Fiber* tail, std::size_t n) noexcept;
+  // Appends items[0..n), oldest first.
+  void push(Fiber* const* items, std::size_t n) noexcept;
+  void push(Fiber* f) noexcept { push(&f, 1); }
 
-  // Takes up to `max` fibers, oldest first, as a chain through next; returns
-  // the head and stores the count in `n`. Null when empty.
-  Fiber* take(std::size_t max, std::size_t& n) noexcept;
+  // Moves up to `max` fibers, oldest first, to out[0..n) and returns n.
+  std::size_t take(Fiber** out, std::size_t max) noexcept;
 
   // The reference's share for one worker: min(len / workers + 1, 128, len).
+  static constexpr std::size_t kMaxShare = 128;
   static std::size_t share(std::size_t len, std::size_t workers) noexcept;
 
  private:
   mutable std::mutex mutex_;
-  Fiber* head_ = nullptr;  // guarded by mutex_
-  Fiber* tail_ = nullptr;  // guarded by mutex_
+  std::deque<Fiber*> fibers_;  // guarded by mutex_
   // release under mutex_; pairs with the acquire in len().
   std::atomic<std::size_t> len_{0};
 };

@@ -82,6 +82,15 @@ void Node::abort_tree() noexcept {
   // on_abort() may wake this node's fiber; the fiber finding itself aborted is
   // fine, since every child was already collected above.
   on_abort();
+  abort_all(worklist);
+}
+
+void Node::close() noexcept {
+  Node* worklist = nullptr;
+  if (mark_aborted(worklist)) abort_all(worklist);
+}
+
+void Node::abort_all(Node* worklist) noexcept {
   while (worklist) {
     Node* n = worklist;
     worklist = n->work_next_;

@@ -20,6 +20,7 @@
 // behind a long-running one is never migrated for nothing).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -82,14 +83,24 @@ class RunQueue {
   // Owner only. Takes the oldest item, or nullptr if there is none left for the
   // owner (items claimed by an in-progress steal no longer count).
   T* pop() {
+    T* item = nullptr;
+    return pop_batch(&item, 1) == 1 ? item : nullptr;
+  }
+
+  // Owner only. Takes the oldest items with one CAS, at most `max` and at most
+  // half of those the owner could pop, rounded up (so a thief still finds the
+  // other half), into out[0..n), oldest first. Returns n; 0 if the queue is
+  // empty for the owner.
+  std::uint32_t pop_batch(T** out, std::uint32_t max) {
     // acquire; pairs with the release of the CASes on head_ in steal_into().
     std::uint64_t head = head_.load(std::memory_order_acquire);
     for (;;) {
       const auto [steal, real] = unpack(head);
       // relaxed: only this thread stores tail_.
-      const std::uint32_t tail = tail_.load(std::memory_order_relaxed);
-      if (real == tail) return nullptr;
-      const std::uint32_t next_real = real + 1;
+      const std::uint32_t avail = tail_.load(std::memory_order_relaxed) - real;
+      if (avail == 0) return 0;
+      const std::uint32_t n = std::min(max, (avail + 1) / 2);
+      const std::uint32_t next_real = real + n;
       // With no steal in progress both halves move; otherwise the thief owns
       // [steal, real) and will publish steal = real itself.
       const std::uint64_t next =
@@ -101,7 +112,9 @@ class RunQueue {
       // the same reason as the initial load.
       if (head_.compare_exchange_weak(head, next, std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
-        return buffer_[real & kMask];
+        // The claimed slots are refilled only by this thread, after this.
+        for (std::uint32_t i = 0; i < n; ++i) out[i] = buffer_[(real + i) & kMask];
+        return n;
       }
     }
   }

@@ -7,7 +7,8 @@
 // up they are released together and the root fiber, pinned to worker 0,
 // starts.
 //
-// A worker's turn: resume up to 64 ready fibers; then one ring service (submit
+// A worker's turn: up to 64 fiber turns (resumed by the loop, or handed the
+// thread directly by the fiber before them); then one ring service (submit
 // every SQE staged during the turn and reap every CQE with a single
 // io_uring_enter), expire sleep timers and operation deadlines, apply the
 // mailbox. With nothing ready it takes a share of the global queue, then (as
@@ -18,11 +19,12 @@
 // and costs no syscall when the worker is awake; IdleSet explains why a push
 // never misses a parked worker.
 //
-// A fiber parks by switching to its worker with a Suspend record. The worker,
-// now on its own stack with the fiber's context saved, arms the fiber's park
-// word and only then runs the record's publish step (unlock a wait queue,
-// submit an SQE): a fiber is never findable by a waker before it is
-// resumable. Every way a park can end (notify, timer, abort) races on one CAS
+// A fiber parks (or yields, or exits) by switching away with a Suspend
+// record: straight to the next fiber ready on its worker, or to the worker's
+// loop when there is none or the batch of turns is used up. Whichever stack
+// takes over, with the fiber's context saved, arms the fiber's park word and
+// only then runs the record's publish step (unlock a wait queue, submit an
+// SQE): a fiber is never findable by a waker before it is resumable. Every way a park can end (notify, timer, abort) races on one CAS
 // of the park word; the winner queues the fiber, on the waking worker if it is
 // a pool worker. I/O parks end only by their CQE: an abort or a deadline
 // cancels the operation, and the fiber still waits for the CQE, so no call

@@ -19,7 +19,7 @@
 namespace spindle::detail {
 namespace {
 
-constexpr int kBatch = 64;                 // fiber resumes per turn
+constexpr int kBatch = 64;                 // fiber turns between two ring services
 // Fibers taken from the next-fiber slot in a row before the one in it goes to
 // the back of the run queue: two fibers waking each other keep their worker
 // for this many hand-overs, then the queue gets its turn.
@@ -54,6 +54,7 @@ std::uint64_t seed_for(std::size_t index) noexcept {
 
 void fiber_main(void* arg) {
   auto* f = static_cast<Fiber*>(arg);
+  current_worker()->arrive(f);
   run_body(f);
   Worker::exit(f);
 }
@@ -69,6 +70,7 @@ void fiber_main(void* arg) {
 
 Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
     : scheduler_(scheduler),
+      blocks_(scheduler.block_depot),
       kind_(kind),
       index_(index),
       ring_(uring::RingOptions{scheduler.config.ring_entries}),
@@ -124,11 +126,9 @@ void Worker::push_ready(Fiber* f, bool is_new) noexcept {
     return;
   }
   SPINDLE_DCHECK(kind_ == Kind::kPool);
-  run_queue_.push_back(f, [this](Fiber** items, std::size_t n) {
-    for (std::size_t i = 0; i + 1 < n; ++i) items[i]->next = items[i + 1];
-    scheduler_.global.push_chain(items[0], items[n - 1], n);
-  });
-  if (!run_queue_.is_stealable()) return;
+  run_queue_.push_back(f,
+                       [this](Fiber** items, std::size_t n) { scheduler_.global.push(items, n); });
+  if (scheduler_.workers.size() == 1 || !run_queue_.is_stealable()) return;
   // New work must reach a parked worker (the fenced handshake). Requeued work
   // was already counted when it first became ready: a parked worker is woken
   // only if one is seen without a fence. Missing it costs parallelism, never
@@ -149,20 +149,86 @@ void Worker::push_woken(Fiber* f) noexcept {
 }
 
 void Worker::suspend(Fiber* f, Suspend& s) noexcept {
+  s.fiber = f;
   Worker* w = current_worker();
-  fiber::switch_context(*f->context, w->context_, &s);
+  w->save_eh(f);
+  if (Fiber* next = w->take_handoff(false)) {
+    w->arriving_ = &s;
+    w->enter(next);
+    fiber::switch_context(*f->context, *next->context, nullptr);
+  } else {
+    fiber::switch_context(*f->context, w->context_, &s);
+  }
+  // Resumed, perhaps on another worker: a thread-local read after the switch.
+  current_worker()->arrive(f);
 }
 
 void Worker::exit(Fiber* f) noexcept {
   Suspend s;
+  s.fiber = f;
   s.kind = Suspend::Kind::kExit;
   Worker* w = current_worker();
+  if (Fiber* next = w->take_handoff(true)) {
+    w->arriving_ = &s;
+    w->enter(next);
+    fiber::exit_to(*f->context, *next->context, nullptr);
+  }
   fiber::exit_to(*f->context, w->context_, &s);
 }
 
-void Worker::start(Fiber* f) noexcept {
+void Worker::arrive(Fiber* self) noexcept {
+  if (Suspend* s = std::exchange(arriving_, nullptr)) {
+    current_ = nullptr;
+    complete_switch(*s);
+    current_ = self;
+  }
+}
+
+Fiber* Worker::take_handoff(bool may_map) noexcept {
+  // Only work already on this worker: the worker loop looks further.
+  if (turns_left_ <= 0 || !(next_ || local_ready() || !pinned_ready_.empty())) return nullptr;
+  Fiber* next = next_fiber();
+  if (!next || next->started) return next;
+  // A new fiber needs a stack. A parking fiber may hold a wait queue's lock
+  // until its switch completes, so then only a cached stack will do (the pool
+  // may block in a system call, or fail); an exiting fiber holds none. If
+  // there is no stack, the worker loop starts the fiber: next_fiber() left
+  // the next-fiber slot empty, and it goes first.
+  fiber::Stack stack;
+  if (may_map || stacks_.cached() > 0) {
+    try {
+      stack = stacks_.allocate();
+    } catch (...) {
+    }
+  }
+  if (!stack) {
+    next_ = next;
+    return nullptr;
+  }
+  start(next, stack);
+  return next;
+}
+
+void Worker::enter(Fiber* f) noexcept {
+  current_ = f;
+  load_eh(f);
+  stall_probe_.begin_turn();
+  --turns_left_;
+}
+
+void Worker::save_eh(Fiber* f) noexcept {
+  f->eh_state[0] = eh_->caught;
+  f->eh_state[1] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(eh_->uncaught));
+}
+
+void Worker::load_eh(const Fiber* f) noexcept {
+  eh_->caught = f->eh_state[0];
+  eh_->uncaught = static_cast<unsigned int>(reinterpret_cast<std::uintptr_t>(f->eh_state[1]));
+}
+
+void Worker::start(Fiber* f, fiber::Stack stack) noexcept {
   f->started = true;
-  f->stack = stacks_.allocate();
+  f->stack = stack;
   f->context.emplace(f->stack, &fiber_main, f);
 }
 
@@ -173,42 +239,42 @@ void Worker::resume(Fiber* f) noexcept {
 }
 
 void Worker::resume_one(Fiber* f) noexcept {
-  current_ = f;
   if (!f->started) {
+    fiber::Stack stack;
     try {
-      start(f);
+      stack = stacks_.allocate();
     } catch (...) {
       // No stack could be mapped: the fiber ends with that error unrun.
-      current_ = nullptr;
       f->discard();
       f->exit_error = std::current_exception();
       f->exit_outcome = Task::Outcome::kException;
       retire(f);
       return;
     }
+    start(f, stack);
   }
-  EhGlobals* const eh = eh_;
-  const EhGlobals mine = *eh;
-  eh->caught = f->eh_state[0];
-  eh->uncaught = static_cast<unsigned int>(reinterpret_cast<std::uintptr_t>(f->eh_state[1]));
-  stall_probe_.begin_turn();
+  const EhGlobals mine = *eh_;
+  enter(f);
+  // Returns when a fiber (f, or one f handed over to) switches back here.
   void* data = fiber::switch_context(context_, *f->context, nullptr);
-  stall_probe_.end_turn();
-  f->eh_state[0] = eh->caught;
-  f->eh_state[1] = reinterpret_cast<void*>(static_cast<std::uintptr_t>(eh->uncaught));
-  *eh = mine;
   current_ = nullptr;
+  *eh_ = mine;
+  complete_switch(*static_cast<Suspend*>(data));
+}
 
-  auto& s = *static_cast<Suspend*>(data);
+// Runs once the context of s.fiber is saved (or, for an exit, abandoned), on
+// the stack that took over: the worker loop's or the next fiber's.
+void Worker::complete_switch(const Suspend& s) noexcept {
+  stall_probe_.end_turn();
   switch (s.kind) {
     case Suspend::Kind::kYield:
-      push_ready(f, false);
+      push_ready(s.fiber, false);
       break;
     case Suspend::Kind::kPark:
-      after_park(f, s);
+      after_park(s.fiber, s);
       break;
     case Suspend::Kind::kExit:
-      retire(f);
+      retire(s.fiber);
       break;
   }
 }
@@ -269,7 +335,7 @@ void Worker::retire(Fiber* f) noexcept {
   }
   // The cascade: everything this fiber spawned is aborted, and its own node
   // closes to further spawns.
-  f->abort_tree();
+  f->close();
   f->detach();
   // Before finish(): a joiner that scrapes sees the task no longer running.
   if (TaskRecord* r = f->record)
@@ -291,19 +357,12 @@ Fiber* Worker::take_global() noexcept {
   const std::size_t room = (RunQueue<Fiber>::kCapacity - run_queue_.len()) / 2;
   const std::size_t want =
       std::min(GlobalQueue::share(len, scheduler_.workers.size()), std::max<std::size_t>(room, 1));
-  std::size_t n = 0;
-  Fiber* first = scheduler_.global.take(want, n);
-  if (!first) return nullptr;
-  Fiber* rest = first->next;
-  first->next = nullptr;
-  while (rest) {
-    Fiber* next = rest->next;
-    rest->next = nullptr;
-    push_ready(rest, false);
-    rest = next;
-  }
+  std::array<Fiber*, GlobalQueue::kMaxShare> batch;
+  const std::size_t n = scheduler_.global.take(batch.data(), want);
+  if (n == 0) return nullptr;
+  for (std::size_t i = 1; i < n; ++i) push_ready(batch[i], false);
   if (run_queue_.is_stealable()) scheduler_.notify_parked();  // once for the batch
-  return first;
+  return batch[0];
 }
 
 Fiber* Worker::next_fiber() noexcept {
@@ -324,17 +383,27 @@ Fiber* Worker::next_fiber() noexcept {
   // Alternate which ready list goes first so neither starves the other.
   if (global_countdown_ & 1) {
     if (Fiber* f = pinned_ready_.pop()) return f;
-    if (Fiber* f = run_queue_.pop()) return f;
+    if (Fiber* f = pop_local()) return f;
   } else {
-    if (Fiber* f = run_queue_.pop()) return f;
+    if (Fiber* f = pop_local()) return f;
     if (Fiber* f = pinned_ready_.pop()) return f;
   }
   return kind_ == Kind::kPool ? take_global() : nullptr;
 }
 
+Fiber* Worker::pop_local() noexcept {
+  if (claimed_next_ == claimed_end_) {
+    claimed_next_ = 0;
+    claimed_end_ = run_queue_.pop_batch(claimed_.data(), claimed_.size());
+    if (claimed_end_ == 0) return nullptr;
+  }
+  return claimed_[claimed_next_++];
+}
+
 void Worker::run_batch() noexcept {
   batch_ms_ = coarse_now_ms();
-  for (int n = 0; n < kBatch; ++n) {
+  turns_left_ = kBatch;
+  while (turns_left_ > 0) {
     Fiber* f = next_fiber();
     if (!f) return;
     resume(f);
@@ -371,7 +440,7 @@ bool Worker::more_work_to_find() const noexcept {
   // seq_cst after end_search(): a pusher that saw this worker still searching
   // (and so woke nobody) published its work before that; it is seen here.
   full_fence();
-  if (!run_queue_.empty() || !scheduler_.global.empty()) return true;
+  if (local_ready() || !scheduler_.global.empty()) return true;
   for (Worker* w : scheduler_.workers) {
     if (w != this && w->run_queue().is_stealable()) return true;
   }
@@ -414,7 +483,7 @@ bool Worker::quit() const noexcept {
 }
 
 bool Worker::has_work_anywhere() const noexcept {
-  if (next_ || !run_queue_.empty() || !pinned_ready_.empty() || !mailbox_.empty() || quit() ||
+  if (next_ || local_ready() || !pinned_ready_.empty() || !mailbox_.empty() || quit() ||
       scheduler_.roster.pause_requested()) {
     return true;
   }
@@ -469,7 +538,7 @@ void Worker::run_pool() {
     scheduler_.roster.hold_if_requested(this);
     run_batch();
     service();
-    if (next_ || !run_queue_.empty() || !pinned_ready_.empty()) continue;
+    if (next_ || local_ready() || !pinned_ready_.empty()) continue;
     if (index_ == 0 && scheduler_.closing() && scheduler_.live_fibers() == 0) {
       scheduler_.complete_shutdown();
     }

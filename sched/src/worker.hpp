@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "block_cache.hpp"
 #include "mailbox.hpp"
 #include "metrics.hpp"
 #include "parker.hpp"
@@ -33,10 +34,13 @@ struct EhGlobals {
   unsigned int uncaught;
 };
 
-// What a fiber hands its worker when it switches away. Lives on the fiber's
-// stack; the worker reads it before the fiber can be resumed again.
+// What a fiber hands over when it switches away: to its worker's loop, or
+// straight to the next fiber, which completes the switch (Worker::arrive).
+// Lives on the fiber's stack; it is read before the fiber can be resumed
+// again.
 struct Suspend {
   enum class Kind : std::uint8_t { kYield, kPark, kExit };
+  Fiber* fiber = nullptr;  // the fiber switching away
   Kind kind = Kind::kYield;
   ParkKind park = ParkKind::kNone;
   Deadline deadline = kNoDeadline;
@@ -106,10 +110,16 @@ class Worker {
   void push_woken(Fiber* f) noexcept;
 
   // Suspends the running fiber `f` with `s`; returns when it is resumed (on
-  // whatever worker). Called on the fiber.
+  // whatever worker). Called on the fiber. Switches straight to the next
+  // ready fiber when there is one within the turn budget (no detour through
+  // the worker's own stack), else to the worker loop.
   static void suspend(Fiber* f, Suspend& s) noexcept;
   // Ends the running fiber; never returns. Called on the fiber.
   [[noreturn]] static void exit(Fiber* f) noexcept;
+  // First thing on a fiber's stack after a switch to it (a resume or its
+  // start): completes the switch of the fiber that handed over to `self`, if
+  // one did. Called on the fiber.
+  void arrive(Fiber* self) noexcept;
 
   Scheduler& scheduler() const noexcept { return scheduler_; }
   Kind kind() const noexcept { return kind_; }
@@ -145,6 +155,9 @@ class Worker {
   // coarse_now_ms() as of the start of the current batch of fiber turns.
   std::uint64_t batch_ms() const noexcept { return batch_ms_; }
 
+  // Fiber control blocks allocated and freed on this worker.
+  BlockCache& blocks() noexcept { return blocks_; }
+
   // Any thread: a park with a timer here ended another way.
   void note_timer_stale() noexcept { timers_.note_stale(); }
 
@@ -155,11 +168,20 @@ class Worker {
   TaskRecord* intern_record(std::string_view name, Execution execution, TaskKind kind);
   void resume(Fiber* f) noexcept;
   void resume_one(Fiber* f) noexcept;
-  void start(Fiber* f) noexcept;
+  void start(Fiber* f, fiber::Stack stack) noexcept;
+  // The fiber to switch to straight from the suspending one, started, or null
+  // (back to the worker loop). `may_map`: the stack may come from the pool.
+  Fiber* take_handoff(bool may_map) noexcept;
+  void enter(Fiber* f) noexcept;
+  void save_eh(Fiber* f) noexcept;
+  void load_eh(const Fiber* f) noexcept;
+  void complete_switch(const Suspend& s) noexcept;
   void after_park(Fiber* f, const Suspend& s) noexcept;
   void retire(Fiber* f) noexcept;
   void run_batch() noexcept;
   Fiber* next_fiber() noexcept;
+  Fiber* pop_local() noexcept;
+  bool local_ready() const noexcept { return claimed_next_ != claimed_end_ || !run_queue_.empty(); }
   Fiber* take_global() noexcept;
   Fiber* search() noexcept;
   bool more_work_to_find() const noexcept;
@@ -171,14 +193,22 @@ class Worker {
   bool quit() const noexcept;
 
   Scheduler& scheduler_;
+  BlockCache blocks_;
   const Kind kind_;
   const std::size_t index_;
   fiber::Context context_;  // this thread's own stack, where the loop runs
   Fiber* current_ = nullptr;
   bool resuming_ = false;       // inside resume(): wakes may use next_
+  int turns_left_ = 0;           // fiber turns left in this batch (resumes and hand-overs)
+  Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
   Fiber* next_ = nullptr;       // the next-fiber slot (push_woken)
   std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row
   RunQueue<Fiber> run_queue_;
+  // The oldest fibers of run_queue_, claimed together by one pop_batch() so
+  // most pops take no atomic read-modify-write; not stealable, run first.
+  std::array<Fiber*, 8> claimed_{};
+  std::uint32_t claimed_next_ = 0;
+  std::uint32_t claimed_end_ = 0;
   FiberList pinned_ready_;
   uring::WakeSource wake_source_;
   uring::Ring ring_;

@@ -120,26 +120,24 @@ TEST_CASE("global queue: the take share follows the reference", "[global]") {
   CHECK(GlobalQueue::share(0, 2) == 0);
 }
 
-TEST_CASE("global queue: FIFO chains, counted lengths", "[global]") {
+TEST_CASE("global queue: FIFO batches, counted lengths", "[global]") {
   auto sched = spindle::detail::make_scheduler(spindle::Config{});
   spindle::detail::GlobalQueue q;
-  std::vector<Dummy*> fibers;
+  std::vector<Fiber*> fibers;
   for (int i = 0; i < 10; ++i) fibers.push_back(new Dummy(*sched));
   CHECK(q.empty());
   for (int i = 0; i < 3; ++i) q.push(fibers[i]);
-  for (int i = 3; i < 9; ++i) fibers[i]->next = fibers[i + 1];
-  q.push_chain(fibers[3], fibers[9], 7);
+  q.push(fibers.data() + 3, 7);
   CHECK(q.len() == 10);
-  std::size_t n = 0;
-  Fiber* chain = q.take(4, n);
-  CHECK(n == 4);
-  for (int i = 0; i < 4; ++i, chain = chain->next) CHECK(chain == fibers[i]);
-  CHECK(chain == nullptr);
-  chain = q.take(100, n);
-  CHECK(n == 6);
-  CHECK(chain == fibers[4]);
+  Fiber* out[16] = {};
+  REQUIRE(q.take(out, 4) == 4);
+  for (int i = 0; i < 4; ++i) CHECK(out[i] == fibers[i]);
+  CHECK(q.len() == 6);
+  REQUIRE(q.take(out, 100) == 6);
+  for (int i = 0; i < 6; ++i) CHECK(out[i] == fibers[i + 4]);
   CHECK(q.empty());
-  CHECK(q.take(1, n) == nullptr);
+  CHECK(q.take(out, 1) == 0);
+  CHECK(q.take(out, 0) == 0);
   for (auto* f : fibers) f->unref();
 }
 

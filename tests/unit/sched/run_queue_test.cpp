@@ -1,4 +1,4 @@
-// RunQueue: FIFO order, length, overflow batches, steal sizes, and a
+// RunQueue: FIFO order, batch pops, length, overflow batches, steal sizes, and a
 // multi-thread run checking every item comes out exactly once.
 #include "run_queue.hpp"
 
@@ -38,6 +38,27 @@ TEST_CASE("run queue: owner push and pop are FIFO", "[run_queue]") {
   for (auto& it : items) REQUIRE(q.pop() == &it);
   REQUIRE(q.pop() == nullptr);
   REQUIRE(q.empty());
+}
+
+TEST_CASE("run queue: pop_batch takes the oldest, at most half rounded up", "[run_queue]") {
+  Queue q;
+  auto items = make_items(20);
+  for (auto& it : items) q.push_back(&it, no_overflow());
+  Item* out[16] = {};
+  REQUIRE(q.pop_batch(out, 8) == 8);  // 20 queued: capped by max
+  for (int i = 0; i < 8; ++i) REQUIRE(out[i] == &items[i]);
+  REQUIRE(q.len() == 12);
+  REQUIRE(q.pop_batch(out, 16) == 6);  // 12 queued: half stays for thieves
+  for (int i = 0; i < 6; ++i) REQUIRE(out[i] == &items[8 + i]);
+  Queue thief;
+  REQUIRE(q.steal_into(thief) == &items[16]);  // takes 14..16, returns the newest
+  REQUIRE(q.pop_batch(out, 16) == 2);          // 3 queued: 2 (rounded up)
+  REQUIRE(q.pop_batch(out + 2, 16) == 1);
+  for (int i = 0; i < 3; ++i) REQUIRE(out[i] == &items[17 + i]);
+  REQUIRE(q.pop_batch(out, 16) == 0);
+  REQUIRE(thief.pop() == &items[14]);
+  REQUIRE(thief.pop() == &items[15]);
+  REQUIRE(thief.pop() == nullptr);
 }
 
 TEST_CASE("run queue: FIFO across many laps of the ring", "[run_queue]") {

@@ -37,7 +37,7 @@ JoinHandle<SpawnResult<F>> spawn_under(Scheduler& scheduler, Node& node, Placeme
                                        const std::shared_ptr<const Identity>& identity, F&& fn) {
   using T = SpawnResult<F>;
   auto* fiber = new FiberImpl<std::decay_t<F>, T>(scheduler, std::forward<F>(fn));
-  fiber->ref();  // the handle's reference; launch() takes the creation one
+  fiber->ref_unshared();  // the handle's reference; launch() takes the creation one
   launch(fiber, node, placement, name, identity);
   return JoinHandle<T>(fiber, fiber);
 }

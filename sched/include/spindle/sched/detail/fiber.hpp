@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -44,6 +45,13 @@ class Fiber : public Task {
   // Destroys the closure without running it (the fiber was aborted first).
   virtual void discard() noexcept = 0;
 
+  // Control blocks come from their worker's cache (sched/src/block_cache.hpp).
+  // Over-aligned ones (an alignas closure) use the global allocator.
+  static void* operator new(std::size_t size);
+  static void operator delete(void* block, std::size_t size) noexcept;
+  static void* operator new(std::size_t size, std::align_val_t align);
+  static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept;
+
   Scheduler& scheduler() const noexcept { return *scheduler_; }
   void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
 
@@ -72,7 +80,7 @@ class Fiber : public Task {
   bool started = false;
   bool root = false;
 
-  Fiber* next = nullptr;      // queue link while ready (global queue, local lists)
+  Fiber* next = nullptr;      // queue link while ready in a worker's pinned list
   Worker* pinned = nullptr;   // if set, resumes only on this worker
   Worker* timer_owner = nullptr;  // worker holding the current park's timer
   std::atomic<Worker*> io_owner{nullptr};  // worker whose ring holds the kIo park's op

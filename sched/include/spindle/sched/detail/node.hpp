@@ -26,6 +26,10 @@ class Node {
   Node& operator=(const Node&) = delete;
 
   void ref() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  // ref() for a node that no other thread can reach yet: a plain increment.
+  void ref_unshared() noexcept {
+    refs_.store(refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
   void unref() noexcept {
     // acq_rel; the last release pairs with the acquire of the destroying thread.
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
@@ -43,6 +47,9 @@ class Node {
   // Marks this node and all its descendants aborted, calling on_abort() once on
   // every node that was not aborted before. Iterative: safe on deep chains.
   void abort_tree() noexcept;
+  // abort_tree() for a node whose task has ended: the same, except that this
+  // node's own on_abort() is not called (there is nothing left to interrupt).
+  void close() noexcept;
 
   // Unlinks this node from its parent and drops the reference on it. Called
   // once, when the node's task ends.
@@ -63,6 +70,8 @@ class Node {
   // Marks this node aborted and appends its children (each with a new
   // reference) to the caller's work list. Returns false if it was aborted.
   bool mark_aborted(Node*& worklist) noexcept;
+  // Aborts the nodes on `worklist` (from mark_aborted) and their descendants.
+  static void abort_all(Node* worklist) noexcept;
 
   std::atomic<std::uint32_t> refs_{1};
   std::atomic<bool> aborted_{false};  // written under lock_; read anywhere
