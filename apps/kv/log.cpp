@@ -25,6 +25,8 @@ constexpr std::string_view kPartition = "kv";
 constexpr std::size_t kRecordHeader = 8;
 constexpr std::size_t kReplayChunk = 4 << 20;
 constexpr std::size_t kCompactChunk = 4 << 20;
+// The most passes through the worker's ring a commit waits for more records.
+constexpr int kGatherPasses = 8;
 
 void put32(std::string& out, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -370,9 +372,15 @@ void Log::committer() {
       if (pending_.empty()) return;  // stopping, and nothing left
     }
     // Woken by the first append of a round, this fiber often runs right after
-    // it: let the connections already ready append theirs first, so one write
-    // covers them all. (An abort here changes nothing: the batch is written.)
-    (void)spindle::this_fiber::yield();
+    // it: let the connections already ready, and those whose requests the
+    // ring has received meanwhile, append theirs first, pass after pass until
+    // one brings nothing new, so that one write covers them all. (An abort
+    // here changes nothing: the batch is written.)
+    for (int pass = 0; pass < kGatherPasses; ++pass) {
+      const std::uint64_t before = appended();
+      if (!spindle::this_fiber::yield_to_io()) break;
+      if (appended() == before) break;
+    }
     {
       std::lock_guard<spindle::Mutex> lock(mutex_);
       batch.clear();

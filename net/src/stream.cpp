@@ -51,7 +51,9 @@ TcpStream::TcpStream(TcpStream&& o) noexcept
       pos_(std::exchange(o.pos_, 0)),
       end_(std::exchange(o.end_, 0)),
       read_poisoned_(std::exchange(o.read_poisoned_, false)),
-      write_poisoned_(std::exchange(o.write_poisoned_, false)) {}
+      write_poisoned_(std::exchange(o.write_poisoned_, false)),
+      drained_(std::exchange(o.drained_, false)),
+      sent_(o.sent_.exchange(false, std::memory_order_relaxed)) {}
 
 TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
   if (this != &o) {
@@ -64,6 +66,8 @@ TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
     end_ = std::exchange(o.end_, 0);
     read_poisoned_ = std::exchange(o.read_poisoned_, false);
     write_poisoned_ = std::exchange(o.write_poisoned_, false);
+    drained_ = std::exchange(o.drained_, false);
+    sent_.store(o.sent_.exchange(false, std::memory_order_relaxed), std::memory_order_relaxed);
   }
   return *this;
 }
@@ -110,12 +114,20 @@ void TcpStream::ensure_buffer() {
 Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
   len = std::min(len, kMaxOpBytes);
   const int fd = fd_;
-  auto prepare = [&](io_uring_sqe* sqe) noexcept { io_uring_prep_recv(sqe, fd, out, len, 0); };
+  // Turn-taking (a request read whole, its reply sent): the peer has not
+  // answered yet, so skip the receive attempt that would find nothing.
+  const bool poll_first = drained_ && sent_.load(std::memory_order_relaxed);
+  sent_.store(false, std::memory_order_relaxed);
+  auto prepare = [&](io_uring_sqe* sqe) noexcept {
+    io_uring_prep_recv(sqe, fd, out, len, 0);
+    if (poll_first) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+  };
   auto r = detail::ring_op(prepare, deadline);
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
   }
+  drained_ = static_cast<std::size_t>(*r) < len;
   count(Stat::kInboundBandwidth, static_cast<std::size_t>(*r));
   return static_cast<std::size_t>(*r);
 }
@@ -222,6 +234,7 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
     count(Stat::kOutboundBandwidth, static_cast<std::size_t>(*r));
     done += static_cast<std::size_t>(*r);
   }
+  sent_.store(true, std::memory_order_relaxed);
   return {};
 }
 
@@ -288,6 +301,7 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
     }
     skip_empty();
   }
+  sent_.store(true, std::memory_order_relaxed);
   return {};
 }
 

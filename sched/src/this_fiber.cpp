@@ -1,8 +1,11 @@
 #include "spindle/sched/this_fiber.hpp"
 
+#include <liburing.h>
+
 #include <thread>
 
 #include "spindle/sched/detail/core.hpp"
+#include "spindle/sched/io.hpp"
 #include "worker.hpp"
 
 namespace spindle::this_fiber {
@@ -18,6 +21,19 @@ Result<void> yield() {
   s.kind = detail::Suspend::Kind::kYield;
   detail::Worker::suspend(f, s);
   return {};
+}
+
+Result<void> yield_to_io() {
+  if (!detail::current_fiber()) {
+    std::this_thread::yield();
+    return {};
+  }
+  // The NOP completes when the worker next submits, and its CQE is collected
+  // with every other ready one; the yield then lets the fibers woken by them
+  // go first.
+  if (auto r = io_op([](io_uring_sqe* sqe) noexcept { io_uring_prep_nop(sqe); }); !r)
+    return failure(r.error());
+  return yield();
 }
 
 Result<void> sleep_until(Deadline deadline) {

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,46 @@ TEST_CASE("io_op reads and writes through the ring", "[io]") {
     CHECK(ring_write(p.w, "spindle", 7).value() == 7);
     CHECK(reader.join().value().value() == 7);
     CHECK(std::string(buf.data(), 7) == "spindle");
+  });
+}
+
+TEST_CASE("yield_to_io runs the fibers whose operations completed first", "[io]") {
+  spindle::test::on_workers(
+      [] {
+        Pipe p;
+        REQUIRE(::write(p.w, "x", 1) == 1);  // the read completes when submitted
+        char c = 0;
+        bool read = false;  // one worker: no race
+        auto reader = spindle::spawn([&] {
+          auto r = ring_read(p.r, &c, 1);
+          read = true;
+          return r;
+        });
+        REQUIRE(tf::yield());  // the reader queues its read and parks
+        REQUIRE_FALSE(read);
+        REQUIRE(tf::yield_to_io());
+        CHECK(read);
+        CHECK(c == 'x');
+        CHECK(reader.join().value().value() == 1);
+      },
+      {1});
+}
+
+TEST_CASE("yield_to_io of an aborted fiber fails at once", "[io][abort]") {
+  spindle::test::on_workers([] {
+    std::optional<spindle::Result<void>> r;  // written by the fiber, read after its join
+    std::atomic<bool> started{false};
+    auto h = spindle::spawn([&] {
+      started = true;
+      while (!tf::aborted()) (void)tf::sleep_for(1ms);
+      r = tf::yield_to_io();
+    });
+    while (!started) (void)tf::yield();
+    h.abort();
+    (void)h.join();
+    REQUIRE(r.has_value());
+    REQUIRE_FALSE(*r);
+    CHECK(r->error() == errc::aborted);
   });
 }
 

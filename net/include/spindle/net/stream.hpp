@@ -4,6 +4,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -131,6 +132,12 @@ class TcpStream {
   std::size_t end_ = 0;
   bool read_poisoned_ = false;   // read half only
   bool write_poisoned_ = false;  // write half only
+  // The peer's turn: the last receive left the socket drained (read half
+  // only), and bytes were sent since (set by the write half, cleared by the
+  // read half; relaxed: it is only a hint). Then the next RECV arms poll
+  // first instead of trying a receive that would find nothing.
+  bool drained_ = false;
+  std::atomic<bool> sent_{false};
 };
 
 }  // namespace spindle::net

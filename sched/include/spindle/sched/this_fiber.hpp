@@ -17,6 +17,15 @@ namespace spindle::this_fiber {
 // Suspends: until the worker picks it again.
 Result<void> yield();
 
+// Like yield(), but the fiber runs again only after its worker has also
+// passed through its ring (submitted the queued operations and collected the
+// completions ready by then) and run the fibers those completions woke. For
+// batching: a fiber that gathers work from others, such as a group commit,
+// calls it until a pass brings nothing new. Returns errc::aborted if the
+// fiber is aborted. Plain thread: std::this_thread::yield.
+// Suspends: for a NOP through the worker's ring, then as yield().
+Result<void> yield_to_io();
+
 // Parks the fiber until `deadline` (steady clock). A deadline already passed
 // returns at once. Returns errc::aborted, early, if the fiber is aborted
 // (at once if it already was). Plain thread: sleeps.
