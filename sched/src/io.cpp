@@ -2,6 +2,7 @@
 
 #include <cerrno>
 
+#include "coarse_clock.hpp"
 #include "io_request.hpp"
 #include "scheduler.hpp"
 #include "spindle/base/assert.hpp"
@@ -80,8 +81,10 @@ Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options) {
                  "a non-cancellable operation takes no deadline");
   for (;;) {
     if (options.cancellable && f->aborted()) return failure(errc::aborted);
-    if (options.deadline != kNoDeadline && options.deadline <= Clock::now())
+    if (options.deadline != kNoDeadline && !surely_ahead(options.deadline) &&
+        options.deadline <= Clock::now()) {
       return failure(errc::timed_out);
+    }
     IoRequest r(prepare, ctx, options.cancellable);
     r.fiber = f;
     r.epoch = ++f->epoch;
