@@ -77,6 +77,26 @@ TEST_CASE("read returns what has arrived and not what was asked", "[net][stream]
   });
 }
 
+TEST_CASE("a read after a reply returns bytes the peer sent before the reply", "[net][stream]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    for (char c = 'a'; c < 'a' + 20; ++c) {
+      REQUIRE(client.write_all(std::string(1, c)).has_value());
+      std::array<char, 16> buf{};
+      REQUIRE(server.read(buf).value() == 1);  // the socket is drained
+      // The next request is already on its way when the reply goes out: the
+      // receive after the reply (poll first) finds it as well.
+      REQUIRE(client.write_all(std::string(1, static_cast<char>(c + 1))).has_value());
+      REQUIRE(server.write_all(std::string(1, c)).has_value());
+      REQUIRE(server.read(buf).value() == 1);
+      CHECK(buf[0] == c + 1);
+      std::array<char, 1> reply{};
+      REQUIRE(client.read_exact(reply).has_value());
+      CHECK(reply[0] == c);
+    }
+  });
+}
+
 TEST_CASE("read_exact assembles a message across packet boundaries", "[net][stream]") {
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair();
