@@ -24,11 +24,12 @@
 // loop when there is none or the batch of turns is used up. Whichever stack
 // takes over, with the fiber's context saved, arms the fiber's park word and
 // only then runs the record's publish step (unlock a wait queue, submit an
-// SQE): a fiber is never findable by a waker before it is resumable. Every way a park can end (notify, timer, abort) races on one CAS
-// of the park word; the winner queues the fiber, on the waking worker if it is
-// a pool worker. I/O parks end only by their CQE: an abort or a deadline
-// cancels the operation, and the fiber still waits for the CQE, so no call
-// returns while the kernel may touch its buffer.
+// SQE): a fiber is never findable by a waker before it is resumable. Every
+// way a park can end (notify, timer, abort) races on one CAS of the park
+// word; the winner queues the fiber, on the waking worker if it is a pool
+// worker. I/O parks end only by their CQE: an abort or a deadline cancels the
+// operation, and the fiber still waits for the CQE, so no call returns while
+// the kernel may touch its buffer.
 //
 // Shutdown. When the root returns, its supervision node aborts every fiber
 // (all descend from it) and the runtime closes to spawns. Workers keep

@@ -186,7 +186,7 @@ void Worker::arrive(Fiber* self) noexcept {
 
 Fiber* Worker::take_handoff(bool may_map) noexcept {
   // Only work already on this worker: the worker loop looks further.
-  if (turns_left_ <= 0 || !(next_ || local_ready() || !pinned_ready_.empty())) return nullptr;
+  if (turns_left_ <= 0 || !ready_here()) return nullptr;
   Fiber* next = next_fiber();
   if (!next || next->started) return next;
   // A new fiber needs a stack. A parking fiber may hold a wait queue's lock
@@ -483,8 +483,7 @@ bool Worker::quit() const noexcept {
 }
 
 bool Worker::has_work_anywhere() const noexcept {
-  if (next_ || local_ready() || !pinned_ready_.empty() || !mailbox_.empty() || quit() ||
-      scheduler_.roster.pause_requested()) {
+  if (ready_here() || !mailbox_.empty() || quit() || scheduler_.roster.pause_requested()) {
     return true;
   }
   if (kind_ == Kind::kPool) {
@@ -538,7 +537,7 @@ void Worker::run_pool() {
     scheduler_.roster.hold_if_requested(this);
     run_batch();
     service();
-    if (next_ || local_ready() || !pinned_ready_.empty()) continue;
+    if (ready_here()) continue;
     if (index_ == 0 && scheduler_.closing() && scheduler_.live_fibers() == 0) {
       scheduler_.complete_shutdown();
     }

@@ -182,6 +182,9 @@ class Worker {
   Fiber* next_fiber() noexcept;
   Fiber* pop_local() noexcept;
   bool local_ready() const noexcept { return claimed_next_ != claimed_end_ || !run_queue_.empty(); }
+  // A fiber is ready on this worker: in the next-fiber slot, the run queue
+  // (or its claimed part) or the pinned list.
+  bool ready_here() const noexcept { return next_ || local_ready() || !pinned_ready_.empty(); }
   Fiber* take_global() noexcept;
   Fiber* search() noexcept;
   bool more_work_to_find() const noexcept;
