@@ -7,8 +7,9 @@
 // it. stop() moves open -> stopped once, notifies the signal waiters, and
 // parks in the stop queue until the count is zero; the release that takes it
 // to zero after the stop notifies that queue. Everything is notified under
-// the lock, and waits end in wait_in, which re-takes it: a Stopper may go as
-// soon as the last wait returns (it lives in a shared_ptr anyway).
+// the lock, and waits end in wait_in, which returns only once it is free: a
+// Stopper may go as soon as the last wait returns (it lives in a shared_ptr
+// anyway).
 //
 // Rejected: an atomic hold count without the lock (a copy is rare, and the
 // release to zero must notify under the lock anyway); an Event for the

@@ -120,9 +120,16 @@ WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline de
   queue.push_back(&node);
   const WakeReason reason = wait(node, lock, deadline, kind, what);
   // Notifiers hold the lock while they notify, and may still be walking the
-  // queue when this waiter runs again. Taking the lock once more means the
-  // notifier is done with the primitive, so the caller may destroy it as soon
-  // as the wait returns (a WaitGroup or Event on the waiter's stack).
+  // queue when this waiter runs again. Seeing the lock free once more means
+  // the notifier is done with the primitive, so the caller may destroy it as
+  // soon as the wait returns (a WaitGroup or Event on the waiter's stack). A
+  // notifier unlinks the node before it notifies, so after a notify that is
+  // all there is to wait for: the notifier took the lock before the wake that
+  // resumed this waiter, so a free lock seen now is its release or a later one.
+  if (reason == WakeReason::kNotified) {
+    lock.wait_unlocked();
+    return reason;
+  }
   lock.lock();
   if (node.linked) queue.remove(&node);
   lock.unlock();

@@ -54,7 +54,9 @@ struct WaitNode {
   WaitNode() noexcept;  // for the calling fiber, or the calling thread outside a fiber
 
   // Claims the wait with `reason` and makes the waiter runnable. Returns false
-  // if it was already claimed (woken, timed out or aborted). Any thread.
+  // if it was already claimed (woken, timed out or aborted). Any thread. The
+  // caller holds the owning primitive's lock and has unlinked the node
+  // (wait_in relies on both).
   bool notify(WakeReason reason = WakeReason::kNotified) noexcept;
 
   WaitNode* prev = nullptr;
@@ -96,11 +98,12 @@ class WaitQueue {
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
                 ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
 
-// push_back(node) on `queue`, then wait(). Afterwards takes `lock` once more:
-// to unlink the node if the wait ended other than by notify, and in every case
-// so the call returns only after the notifier (which notifies under `lock`) is
-// done with the primitive: a caller may destroy the primitive once this
-// returns. Returns with `lock` released.
+// push_back(node) on `queue`, then wait(). Afterwards, if the wait ended by a
+// notify (whose notifier, holding `lock`, unlinked the node first), waits
+// until `lock` is seen free; otherwise takes `lock` once more to unlink the
+// node. Either way the call returns only after a notifier is done with the
+// primitive: a caller may destroy the primitive once this returns. Returns
+// with `lock` released.
 // Suspends: as wait().
 WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline deadline,
                    ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
