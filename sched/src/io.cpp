@@ -29,8 +29,11 @@ void complete_thunk(uring::Operation* op, int res, std::uint32_t flags) noexcept
   Fiber* f = r->fiber;
   f->wake_reason = WakeReason::kNotified;
   // release; pairs with the acquire loads of wakers, who all see kNone now.
-  // Clearing only the kind keeps an abort's flag.
-  f->wake_word.fetch_and(~kParkKindMask, std::memory_order_release);
+  // A plain store, not a read-modify-write: during a kIo park the only other
+  // writer is an abort setting kParkAborted, which then sends this worker a
+  // CancelIo message; if this store drops that flag, cancel_io sets it again.
+  const std::uint64_t w = f->wake_word.load(std::memory_order_relaxed);
+  f->wake_word.store(w & ~kParkKindMask, std::memory_order_release);
   f->scheduler().schedule(f);
 }
 
@@ -65,7 +68,15 @@ void on_io_deadline(WheelEntry* entry) noexcept {
 }
 
 void cancel_io(Worker& owner, Fiber* fiber, std::uint64_t epoch) noexcept {
+  // acquire: the abort set the flag before it sent the message, so only a
+  // completion's store (complete_thunk) can have cleared it since.
   const std::uint64_t w = fiber->wake_word.load(std::memory_order_acquire);
+  if (!(w & kParkAborted)) {
+    // That park ended and its completion dropped the flag: deliver the abort
+    // again, to whatever the fiber waits on now.
+    fiber->deliver_abort();
+    return;
+  }
   if (w != (park_word(epoch, ParkKind::kIo) | kParkAborted)) return;  // that park ended
   if (fiber->io_owner.load(std::memory_order_relaxed) != &owner) return;
   auto* r = static_cast<IoRequest*>(fiber->io_op);

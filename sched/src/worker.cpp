@@ -588,7 +588,9 @@ bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
   return true;
 }
 
-void Fiber::on_abort() noexcept {
+void Fiber::on_abort() noexcept { deliver_abort(); }
+
+void Fiber::deliver_abort() noexcept {
   // seq_cst; the mirror of the arming in Worker::after_park.
   const std::uint64_t w = wake_word.fetch_or(kParkAborted, std::memory_order_seq_cst);
   switch (park_kind(w)) {

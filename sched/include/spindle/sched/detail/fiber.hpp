@@ -53,6 +53,11 @@ class Fiber : public Task {
   static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept;
 
   Scheduler& scheduler() const noexcept { return *scheduler_; }
+  // Sets the park word's abort flag and interrupts the park it finds: wakes an
+  // interruptible one, has the owner cancel a kIo one's operation. Called by
+  // the abort (on_abort) and again by the owner if an I/O completion dropped
+  // the flag (cancel_io). The node must be aborted already.
+  void deliver_abort() noexcept;
   void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
 
   // Identity.

@@ -33,8 +33,10 @@ enum class ParkKind : std::uint64_t {
   kUninterruptible = 3,  // notify or deadline; abort waits until it ends
 };
 
-// Fiber::wake_word is epoch << 3 | kParkAborted (sticky, set once by the
-// fiber's abort) | ParkKind. Every write but the abort's preserves the flag.
+// Fiber::wake_word is epoch << 3 | kParkAborted (set by the fiber's abort) |
+// ParkKind. Every write but the abort's preserves the flag, except an I/O
+// completion's, which may drop one set at that moment; the CancelIo message
+// that abort sends then sets it again (cancel_io).
 inline constexpr std::uint64_t kParkKindMask = 3;
 inline constexpr std::uint64_t kParkAborted = 4;
 constexpr std::uint64_t park_word(std::uint64_t epoch, ParkKind kind) noexcept {
