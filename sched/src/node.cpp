@@ -65,8 +65,8 @@ bool Node::mark_aborted(Node*& worklist) noexcept {
     lock_.unlock();
     return false;
   }
-  // seq_cst; see aborted().
-  aborted_.store(true, std::memory_order_seq_cst);
+  // release; see aborted().
+  aborted_.store(true, std::memory_order_release);
   for (Node* c = first_child_; c; c = c->next_sibling_) {
     c->ref();
     c->work_next_ = worklist;

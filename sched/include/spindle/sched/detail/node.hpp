@@ -35,9 +35,12 @@ class Node {
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
   }
 
-  // seq_cst: an I/O park arms its park word, then reads this; an abort sets
-  // this, then flags the park word. Each sees the other's store.
-  bool aborted() const noexcept { return aborted_.load(std::memory_order_seq_cst); }
+  // acquire; pairs with the release in mark_aborted. An I/O park arms its park
+  // word, then reads this; an abort sets this, then flags the park word. Both
+  // writes to the word are seq_cst read-modify-writes, so one reads the other:
+  // the abort sees the park armed, or the arming reads the abort's flag and
+  // with it this store.
+  bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
 
   // Links `child` (not yet linked anywhere) under this node and gives it a
   // reference on this node. Returns false, linking nothing, if this node is
