@@ -4,7 +4,7 @@
 
 namespace spindle::detail {
 
-Node::~Node() { SPINDLE_DCHECK(!linked_ && first_child_ == nullptr); }
+Node::~Node() { SPINDLE_DCHECK(!linked_ && first_child_ == nullptr && children_ == 0); }
 
 bool Node::adopt(Node* child) noexcept {
   SPINDLE_DCHECK(child->parent_ == nullptr);
@@ -15,7 +15,7 @@ bool Node::adopt(Node* child) noexcept {
     lock_.unlock();
     return false;
   }
-  ref();
+  if (children_++ == 0) ref();  // the children's one reference on this node
   child->parent_ = this;
   child->prev_sibling_ = nullptr;
   child->next_sibling_ = first_child_;
@@ -29,6 +29,7 @@ bool Node::adopt(Node* child) noexcept {
 void Node::detach() noexcept {
   Node* parent = parent_;
   if (!parent) return;
+  bool last = false;
   parent->lock_.lock();
   if (linked_) {
     if (prev_sibling_) {
@@ -39,10 +40,12 @@ void Node::detach() noexcept {
     if (next_sibling_) next_sibling_->prev_sibling_ = prev_sibling_;
     prev_sibling_ = next_sibling_ = nullptr;
     linked_ = false;
+    last = --parent->children_ == 0;
   }
   parent->lock_.unlock();
   parent_ = nullptr;
-  parent->unref();
+  // After the unlock: an adopt() in between took a reference of its own.
+  if (last) parent->unref();
 }
 
 void Node::collect_children(std::vector<Node*>& out) {

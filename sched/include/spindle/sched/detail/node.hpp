@@ -17,9 +17,11 @@ namespace spindle::detail {
 // Abort is sticky. An aborted node adopts no children, so a spawn under it never
 // runs its body.
 //
-// Invariant: a child holds a reference on its parent; a parent lists its
-// children without references, and a child unlinks itself (detach()) before it
-// drops that reference.
+// Invariant: while a node has children, they hold one reference on it
+// together (taken by the adopt() that links the first, dropped by the detach()
+// that unlinks the last: two atomic updates per family instead of two per
+// child); a parent lists its children without references, and a child unlinks
+// itself (detach()) before its share of that reference can go.
 class Node {
  public:
   Node(const Node&) = delete;
@@ -42,9 +44,9 @@ class Node {
   // with it this store.
   bool aborted() const noexcept { return aborted_.load(std::memory_order_acquire); }
 
-  // Links `child` (not yet linked anywhere) under this node and gives it a
-  // reference on this node. Returns false, linking nothing, if this node is
-  // aborted.
+  // Links `child` (not yet linked anywhere) under this node, which stays alive
+  // while it has children. Returns false, linking nothing, if this node is
+  // aborted. The caller holds a reference on this node.
   bool adopt(Node* child) noexcept;
 
   // Marks this node and all its descendants aborted, calling on_abort() once on
@@ -54,8 +56,9 @@ class Node {
   // node's own on_abort() is not called (there is nothing left to interrupt).
   void close() noexcept;
 
-  // Unlinks this node from its parent and drops the reference on it. Called
-  // once, when the node's task ends.
+  // Unlinks this node from its parent, and drops the children's reference on
+  // the parent if it was the last child. Called once, when the node's task
+  // ends.
   void detach() noexcept;
 
   // Appends this node's children to `out`, each with a new reference (the
@@ -76,15 +79,19 @@ class Node {
   // Aborts the nodes on `worklist` (from mark_aborted) and their descendants.
   static void abort_all(Node* worklist) noexcept;
 
-  std::atomic<std::uint32_t> refs_{1};
+  // The fields a parent's adopt() and its children's detach() write sit
+  // together, away from refs_; the layout keeps a Task's first fields in the
+  // node's tail padding.
+  std::uint32_t children_ = 0;        // linked children; guarded by lock_
   std::atomic<bool> aborted_{false};  // written under lock_; read anywhere
   SpinLock lock_;                     // guards the child list below
-  Node* parent_ = nullptr;            // strong reference, set by adopt()
+  bool linked_ = false;               // guarded by parent_->lock_
+  Node* parent_ = nullptr;            // set by adopt(); kept alive while this node is linked
   Node* first_child_ = nullptr;       // guarded by lock_
   Node* prev_sibling_ = nullptr;      // guarded by parent_->lock_
   Node* next_sibling_ = nullptr;      // guarded by parent_->lock_
   Node* work_next_ = nullptr;         // abort_tree's work list; owned by the aborting thread
-  bool linked_ = false;               // guarded by parent_->lock_
+  std::atomic<std::uint32_t> refs_{1};
 };
 
 }  // namespace spindle::detail
