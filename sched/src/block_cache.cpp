@@ -1,7 +1,12 @@
 #include "block_cache.hpp"
 
+#include <algorithm>
 #include <new>
+#include <type_traits>
+#include <utility>
 
+#include "block_arena.hpp"
+#include "spindle/base/assert.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 #include "worker.hpp"
 
@@ -14,48 +19,89 @@ constexpr bool kRecycle = false;
 constexpr bool kRecycle = true;
 #endif
 
-void free_blocks(void* const* blocks, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) ::operator delete(blocks[i]);
-}
+constinit BlockDepot depot;
+static_assert(std::is_trivially_destructible_v<BlockDepot>);
+static_assert(sizeof(Fiber) >= kMinTradedBlock);
 
 }  // namespace
 
-BlockDepot::~BlockDepot() {
-  for (Class& c : classes_) {
-    for (const Batch& b : c.batches) free_blocks(b.data(), b.size());
-  }
-}
+BlockDepot& block_depot() noexcept { return depot; }
 
-bool BlockDepot::put(std::size_t c, void* const* blocks) noexcept {
+void BlockDepot::put(std::size_t c, void* const* blocks) noexcept {
+  SPINDLE_DCHECK(class_bytes(c) >= kMinTradedBlock);
+  auto* batch = static_cast<Batch*>(blocks[0]);
+  std::copy_n(blocks + 1, kBlockBatch - 1, batch->others);
   Class& k = classes_[c];
   std::lock_guard lock(k.mutex);
-  if (k.batches.size() == kMaxBatches) return false;
-  try {
-    Batch& b = k.batches.emplace_back();
-    std::copy_n(blocks, kBlockBatch, b.begin());
-  } catch (const std::bad_alloc&) {
-    return false;
+  batch->next = k.full;
+  k.full = batch;
+}
+
+void BlockDepot::put_one(std::size_t c, void* block) noexcept {
+  SPINDLE_DCHECK(class_bytes(c) >= kMinTradedBlock);
+  Class& k = classes_[c];
+  std::lock_guard lock(k.mutex);
+  if (!k.partial) {
+    k.partial = static_cast<Batch*>(block);
+    k.partial_count = 1;
+    return;
   }
-  return true;
+  k.partial->others[k.partial_count - 1] = block;
+  if (++k.partial_count == kBlockBatch) {
+    k.partial->next = k.full;
+    k.full = std::exchange(k.partial, nullptr);
+    k.partial_count = 0;
+  }
 }
 
 bool BlockDepot::take(std::size_t c, void** out) noexcept {
   Class& k = classes_[c];
-  std::lock_guard lock(k.mutex);
-  if (k.batches.empty()) return false;
-  std::copy_n(k.batches.back().begin(), kBlockBatch, out);
-  k.batches.pop_back();
+  Batch* batch;
+  {
+    std::lock_guard lock(k.mutex);
+    batch = k.full;
+    if (!batch) return false;
+    k.full = batch->next;
+  }
+  out[0] = batch;
+  std::copy_n(batch->others, kBlockBatch - 1, out + 1);
   return true;
 }
 
+void* BlockDepot::take_one(std::size_t c) noexcept {
+  Class& k = classes_[c];
+  std::lock_guard lock(k.mutex);
+  if (!k.partial) {
+    if (!k.full) return nullptr;
+    // A full batch becomes the partial one.
+    k.partial = std::exchange(k.full, k.full->next);
+    k.partial_count = kBlockBatch;
+  }
+  if (--k.partial_count == 0) return std::exchange(k.partial, nullptr);
+  return k.partial->others[k.partial_count - 1];
+}
+
 BlockCache::~BlockCache() {
-  for (const Class& k : classes_) free_blocks(k.blocks.data(), k.count);
+  for (std::size_t c = 0; c < kBlockClasses; ++c) {
+    const Class& k = classes_[c];
+    std::size_t i = 0;
+    for (; i + kBlockBatch <= k.count; i += kBlockBatch) depot_.put(c, k.blocks.data() + i);
+    for (; i < k.count; ++i) depot_.put_one(c, k.blocks[i]);
+  }
 }
 
 void* BlockCache::allocate(std::size_t c) {
   Class& k = classes_[c];
   if (k.count == 0) {
-    if (!depot_.take(c, k.blocks.data())) return ::operator new(class_bytes(c));
+    if (!depot_.take(c, k.blocks.data())) {
+      const std::size_t bytes = class_bytes(c);
+      auto* fresh = static_cast<char*>(block_arena().carve(kBlockBatch * bytes));
+      // Handed out from the front of the carve, so first touches go in
+      // address order.
+      for (std::size_t i = 0; i < kBlockBatch; ++i) {
+        k.blocks[i] = fresh + (kBlockBatch - 1 - i) * bytes;
+      }
+    }
     k.count = kBlockBatch;
   }
   return k.blocks[--k.count];
@@ -64,27 +110,29 @@ void* BlockCache::allocate(std::size_t c) {
 void BlockCache::deallocate(std::size_t c, void* block) noexcept {
   Class& k = classes_[c];
   if (k.count == k.blocks.size()) {
-    // Full: the newer half goes to the depot, or back to the heap.
-    void* const* half = k.blocks.data() + kBlockBatch;
-    if (!depot_.put(c, half)) free_blocks(half, kBlockBatch);
+    depot_.put(c, k.blocks.data() + kBlockBatch);  // the newer half
     k.count = kBlockBatch;
   }
   k.blocks[k.count++] = block;
 }
 
 void* Fiber::operator new(std::size_t size) {
-  if (size > kMaxBlock) return ::operator new(size);
+  if (!kRecycle || size > kMaxBlock) return ::operator new(size);
   const std::size_t c = block_class(size);
-  Worker* w = kRecycle ? current_worker() : nullptr;
-  return w ? w->blocks().allocate(c) : ::operator new(class_bytes(c));
+  if (Worker* w = current_worker()) return w->blocks().allocate(c);
+  void* block = depot.take_one(c);
+  return block ? block : block_arena().carve(class_bytes(c));
 }
 
 void Fiber::operator delete(void* block, std::size_t size) noexcept {
-  Worker* w = kRecycle && size <= kMaxBlock ? current_worker() : nullptr;
-  if (w) {
+  if (!kRecycle || size > kMaxBlock) {
+    ::operator delete(block);
+    return;
+  }
+  if (Worker* w = current_worker()) {
     w->blocks().deallocate(block_class(size), block);
   } else {
-    ::operator delete(block);
+    depot.put_one(block_class(size), block);
   }
 }
 

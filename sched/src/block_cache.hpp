@@ -1,23 +1,20 @@
-// Fiber control blocks (Fiber::operator new/delete), recycled per worker. A
-// spawn-heavy program allocates a control block on one worker and frees it
-// on another; glibc then takes the allocating thread's arena lock on every
-// cross-thread free, and two busy workers contend on it. Blocks are sorted
-// into 16-byte size classes up to kMaxBlock; each worker keeps a few of each
-// class, and the workers trade whole batches through the scheduler's depot,
-// so a worker that frees what another allocates passes them back in bulk.
-// Larger blocks, blocks off the workers, and sanitizer builds (where reuse
-// would hide a use after free) use the global allocator.
+// Fiber control blocks (Fiber::operator new/delete), recycled. A spawn-heavy
+// program allocates a control block on one worker and frees it on another,
+// so blocks are sorted into 16-byte size classes up to kMaxBlock; each worker
+// keeps a few of each class, and the workers trade whole batches through the
+// process-wide depot, so a worker that frees what another allocates passes
+// them back in bulk. Fresh blocks come from the BlockArena in batches; no
+// block ever goes back to the heap. Larger blocks and sanitizer builds (where
+// reuse would hide a use after free) use the global allocator.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <mutex>
-#include <vector>
 
 namespace spindle::detail {
 
-// malloc's own granularity, so a block costs no more memory than new's.
-inline constexpr std::size_t kBlockGrain = 16;
+inline constexpr std::size_t kBlockGrain = 16;  // also the smallest block
 inline constexpr std::size_t kBlockClasses = 64;
 inline constexpr std::size_t kMaxBlock = kBlockGrain * kBlockClasses;
 inline constexpr std::size_t kBlockBatch = 32;  // blocks traded at a time
@@ -29,33 +26,53 @@ constexpr std::size_t block_class(std::size_t size) noexcept {
 }
 constexpr std::size_t class_bytes(std::size_t c) noexcept { return (c + 1) * kBlockGrain; }
 
-// Thread-safe. Full batches of free blocks, per class, at most kMaxBatches
-// each; owns the blocks it holds.
+// A block given to the depot holds its batch's list while it is there, so it
+// has at least this many bytes (every fiber control block does).
+inline constexpr std::size_t kMinTradedBlock = kBlockBatch * sizeof(void*);
+
+// Thread-safe. Free blocks per class (of at least kMinTradedBlock bytes), as
+// full batches plus one partial batch of blocks given back singly. The first
+// block of a batch lists the others and links the next batch, so taking a
+// batch reads one block, not a chain of them. It owns the blocks it holds and
+// never frees them; trivially destructible, so the process-wide one
+// (block_depot()) outlives every fiber.
 class BlockDepot {
  public:
-  static constexpr std::size_t kMaxBatches = 64;
-  using Batch = std::array<void*, kBlockBatch>;
+  constexpr BlockDepot() = default;
 
-  BlockDepot() = default;
-  ~BlockDepot();
-  BlockDepot(const BlockDepot&) = delete;
-  BlockDepot& operator=(const BlockDepot&) = delete;
-
-  // Takes the batch at `blocks` of class `c`. False (taking nothing) if the
-  // class is full or no memory is left for the batch.
-  bool put(std::size_t c, void* const* blocks) noexcept;
-  // Moves a batch of class `c` to out[0..kBlockBatch); false if there is none.
+  // Takes the kBlockBatch blocks at `blocks`, of class `c`.
+  void put(std::size_t c, void* const* blocks) noexcept;
+  // Takes one block of class `c`.
+  void put_one(std::size_t c, void* block) noexcept;
+  // Moves a full batch of class `c` to out[0..kBlockBatch); false if there is
+  // none.
   bool take(std::size_t c, void** out) noexcept;
+  // One block of class `c`; nullptr if there is none.
+  void* take_one(std::size_t c) noexcept;
 
  private:
-  struct Class {
-    std::mutex mutex;
-    std::vector<Batch> batches;  // guarded by mutex
+  // Overlays the first block of a batch.
+  struct Batch {
+    Batch* next;
+    void* others[kBlockBatch - 1];
   };
-  std::array<Class, kBlockClasses> classes_;
+  static_assert(sizeof(Batch) <= kMinTradedBlock);
+  struct alignas(64) Class {
+    std::mutex mutex;
+    Batch* full = nullptr;     // guarded by mutex
+    Batch* partial = nullptr;  // guarded by mutex
+    // Blocks in `partial`, itself included: 0 exactly when it is null, and
+    // less than kBlockBatch. Guarded by mutex.
+    std::size_t partial_count = 0;
+  };
+  std::array<Class, kBlockClasses> classes_{};
 };
 
-// One worker's free blocks: not thread-safe. Owns the blocks it holds.
+// The depot every worker trades with, and off-worker frees return to.
+BlockDepot& block_depot() noexcept;
+
+// One worker's free blocks: not thread-safe. Gives what it holds back to its
+// depot when destroyed.
 class BlockCache {
  public:
   explicit BlockCache(BlockDepot& depot) noexcept : depot_(depot) {}

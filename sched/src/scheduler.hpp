@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "blocking_pool.hpp"
-#include "block_cache.hpp"
 #include "global_queue.hpp"
 #include "idle_set.hpp"
 #include "metrics.hpp"
@@ -46,7 +45,6 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   const Config config;
   fiber::StackPool stack_pool;
   GlobalQueue global;
-  BlockDepot block_depot;  // fiber control blocks the workers trade
   IdleSet idle;
   // Runtime and user metrics. Before `blocking`: the pool's last completions
   // count into it. A shared_ptr: the Runtime keeps the final values.

@@ -70,7 +70,7 @@ void fiber_main(void* arg) {
 
 Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
     : scheduler_(scheduler),
-      blocks_(scheduler.block_depot),
+      blocks_(block_depot()),
       kind_(kind),
       index_(index),
       ring_(uring::RingOptions{scheduler.config.ring_entries}),
