@@ -92,8 +92,7 @@ class Channel {
           s.value.reset();
         });
   }
-  // Requires lock_: moves a waiting sender's value to the buffer's tail (for
-  // an unbuffered channel the buffer holds it only until recv pops it).
+  // Requires lock_: moves a waiting sender's value to the buffer's tail.
   bool admit_sender() {
     return hand_over(
         senders_,
@@ -106,12 +105,27 @@ class Channel {
           buffer_.pop_back();
         });
   }
-  // Requires lock_ and a non-empty buffer: pops the oldest value and lets a
-  // waiting sender fill the room.
-  T pop_front() {
-    T out = std::move(buffer_.front());
-    buffer_.pop_front();
-    if (capacity_ > 0) admit_sender();
+  // Requires lock_: the oldest value, if there is one. It comes from the
+  // buffer, whose room a waiting sender then fills; with the buffer empty
+  // (always, unbuffered) it comes straight from a waiting sender's slot.
+  std::optional<T> take() {
+    std::optional<T> out;
+    if (!buffer_.empty()) {
+      out.emplace(std::move(buffer_.front()));
+      buffer_.pop_front();
+      admit_sender();
+      return out;
+    }
+    hand_over(
+        senders_,
+        [&](Slot& s) {
+          out.emplace(std::move(*s.value));
+          s.value.reset();
+        },
+        [&](Slot& s) {
+          s.value.emplace(std::move(*out));
+          out.reset();
+        });
     return out;
   }
   static Result<void> send_failure(detail::WakeReason r) {
@@ -171,11 +185,9 @@ template <class T>
 Result<T> Channel<T>::recv_until(Deadline deadline) {
   if (detail::current_aborted()) return failure(errc::aborted);
   lock_.lock();
-  if (buffer_.empty()) admit_sender();  // unbuffered: take a waiting sender's value
-  if (!buffer_.empty()) {
-    Result<T> out(pop_front());
+  if (std::optional<T> value = take()) {
     lock_.unlock();
-    return out;
+    return Result<T>(std::move(*value));
   }
   if (closed_) {
     lock_.unlock();
@@ -195,10 +207,8 @@ Result<T> Channel<T>::recv_until(Deadline deadline) {
 
 template <class T>
 std::optional<T> Channel<T>::try_recv() {
-  std::optional<T> out;
   lock_.lock();
-  if (buffer_.empty()) admit_sender();
-  if (!buffer_.empty()) out.emplace(pop_front());
+  std::optional<T> out = take();
   lock_.unlock();
   return out;
 }
