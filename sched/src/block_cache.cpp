@@ -106,8 +106,9 @@ void* BlockCache::allocate(std::size_t c) {
   }
   void* block = k.blocks[--k.count];
   if (k.count > 0) {
-    // The next block was most likely freed on another worker: start moving
-    // its lines here while this one is filled in.
+    // The next block may have been freed on another worker, its lines still
+    // in that core's cache: start moving them here while this one is filled
+    // in.
     auto* next = static_cast<const char*>(k.blocks[k.count - 1]);
     for (std::size_t off = 0; off < class_bytes(c); off += 64) __builtin_prefetch(next + off, 1);
   }
