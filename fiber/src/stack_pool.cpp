@@ -1,10 +1,11 @@
 // StackPool: fiber stacks carved out of large slab mappings.
 //
 // A slab is one anonymous MAP_NORESERVE mapping of about kSlabBytes, cut into
-// per_slab_ strides of [guard page | stack_size_ usable bytes]. A stride is
-// carved (its guard installed) only when first handed out, so the guard cost,
-// and in kMprotect mode the extra mappings, grow with the number of stacks ever
-// live at once rather than with the address space reserved.
+// per_slab_ strides of [guard page | stack_size_ usable bytes]. Strides are
+// carved (their guards installed) only when the free list runs dry,
+// kCarveBatch at a time, so the guard cost, and in kMprotect mode the extra
+// mappings, grow with the number of stacks ever live at once rather than with
+// the address space reserved.
 //
 // Guard pages: MADV_GUARD_INSTALL (Linux 6.13+) marks the page so any access
 // raises SIGSEGV without splitting the VMA: a million stacks are a handful of
@@ -13,17 +14,27 @@
 // default) caps the pool at about 32 thousand stacks. The mode is probed once
 // per pool on a scratch mapping.
 //
+// The top page of each carved stride, where a fiber's first frames go, is
+// committed with MADV_POPULATE_WRITE outside the lock. A batch's guards and
+// its tops take one process_madvise(2) each; a first touch would take a page
+// fault per stack, and a fault costs more than a whole batch's system call. A
+// kernel without process_madvise on the calling process gets a madvise(2) per
+// range.
+//
 // Rejected: one mmap per stack (two mappings per stack even with madvise, and a
 // syscall per allocation); returning freed stacks' memory with MADV_DONTNEED on
 // every free (a syscall per fiber; a reused stack's warm pages are the point of
 // the LIFO free list).
 
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -34,6 +45,9 @@
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
 #endif
+#ifndef PIDFD_SELF
+#define PIDFD_SELF (-10000)
+#endif
 
 namespace spindle::fiber {
 namespace {
@@ -41,6 +55,7 @@ namespace {
 constexpr std::size_t kMinStackSize = std::size_t{16} << 10;
 constexpr std::size_t kMaxStackSize = std::size_t{1} << 30;
 constexpr std::size_t kSlabBytes = std::size_t{64} << 20;
+constexpr std::size_t kCarveBatch = 16;  // strides guarded and committed at a time
 constexpr int kMapProt = PROT_READ | PROT_WRITE;
 constexpr int kMapFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK;
 
@@ -74,6 +89,21 @@ GuardMode detect_guard_mode() {
   if (err == EINVAL || err == EPERM) return GuardMode::kMprotect;
   throw std::system_error(err, std::generic_category(),
                           "spindle::fiber::StackPool: probing MADV_GUARD_INSTALL failed");
+}
+
+// Applies `advice` to ranges[0, n): one process_madvise(2) on this process
+// (Linux 6.13+ for any advice, PIDFD_SELF 6.14+), else a madvise(2) per range.
+// Returns how many ranges, from the first, took the advice; errno says why the
+// next one did not.
+std::size_t advise(const iovec* ranges, std::size_t n, int advice) noexcept {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) bytes += ranges[i].iov_len;
+  if (::process_madvise(PIDFD_SELF, ranges, n, advice, 0) == static_cast<ssize_t>(bytes)) return n;
+  // Both advices used here may be applied twice, so a partial batch is redone.
+  for (std::size_t i = 0; i < n; ++i) {
+    if (::madvise(ranges[i].iov_base, ranges[i].iov_len, advice) != 0) return i;
+  }
+  return n;
 }
 
 const char* mode_name(GuardMode mode) noexcept {
@@ -136,26 +166,55 @@ void StackPool::grow() {
 }
 
 Stack StackPool::allocate() {
-  std::lock_guard lock(mutex_);
-  if (!free_.empty()) {
-    const Stack stack = free_.back();
-    free_.pop_back();
+  std::array<Stack, kCarveBatch> carved;
+  std::size_t n = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!free_.empty()) {
+      const Stack stack = free_.back();
+      free_.pop_back();
+      ++in_use_;
+      return stack;
+    }
+    n = carve(carved.data());
     ++in_use_;
-    return stack;
   }
+  // Outside the lock: a commit failure only leaves the page to its first touch.
+  const std::size_t page = page_size();
+  std::array<iovec, kCarveBatch> tops;
+  for (std::size_t i = 0; i < n; ++i) {
+    tops[i] = iovec{static_cast<char*>(carved[i].base) - page, page};
+  }
+  (void)advise(tops.data(), n, MADV_POPULATE_WRITE);
+  if (n > 1) {
+    std::lock_guard lock(mutex_);
+    // Never reallocates: see grow(). The lowest stride is handed out next.
+    free_.insert(free_.end(), std::make_reverse_iterator(carved.begin() + n), carved.rend() - 1);
+  }
+  return carved[0];
+}
+
+std::size_t StackPool::carve(Stack* out) {
   if (slabs_.empty() || slab_next_ == per_slab_) grow();
   const std::size_t page = page_size();
-  char* guard = static_cast<char*>(slabs_.back()) + slab_next_ * stride_;
+  const std::size_t want = std::min(kCarveBatch, per_slab_ - slab_next_);
+  char* const first = static_cast<char*>(slabs_.back()) + slab_next_ * stride_;
+  std::size_t n = 0;
   if (guard_mode_ == GuardMode::kMadvise) {
-    if (::madvise(guard, page, MADV_GUARD_INSTALL) != 0) {
-      throw_map_error(errno, "madvise(MADV_GUARD_INSTALL)", in_use_, guard_mode_);
-    }
-  } else if (::mprotect(guard, page, PROT_NONE) != 0) {
-    throw_map_error(errno, "mprotect of a guard page", in_use_, guard_mode_);
+    std::array<iovec, kCarveBatch> guards;
+    for (std::size_t i = 0; i < want; ++i) guards[i] = iovec{first + i * stride_, page};
+    n = advise(guards.data(), want, MADV_GUARD_INSTALL);
+    if (n == 0) throw_map_error(errno, "madvise(MADV_GUARD_INSTALL)", in_use_, guard_mode_);
+  } else {
+    while (n < want && ::mprotect(first + n * stride_, page, PROT_NONE) == 0) ++n;
+    if (n == 0) throw_map_error(errno, "mprotect of a guard page", in_use_, guard_mode_);
   }
-  ++slab_next_;
-  ++in_use_;
-  return Stack{guard + page + stack_size_, guard + page};
+  slab_next_ += n;
+  for (std::size_t i = 0; i < n; ++i) {
+    char* const guard = first + i * stride_;
+    out[i] = Stack{guard + page + stack_size_, guard + page};
+  }
+  return n;
 }
 
 void StackPool::deallocate(Stack stack) noexcept {

@@ -38,12 +38,20 @@ using test::run_in_child;
 constexpr std::size_t kKiB = 1024;
 const std::size_t kPage = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
 
-bool kernel_has_guard_install() {
+// Whether madvise(2) takes `advice` on a scratch page.
+bool kernel_has_advice(int advice) {
   void* p = ::mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(p != MAP_FAILED);
-  const bool ok = ::madvise(p, kPage, MADV_GUARD_INSTALL) == 0;
+  const bool ok = ::madvise(p, kPage, advice) == 0;
   ::munmap(p, kPage);
   return ok;
+}
+
+// Whether the page at `page` is in memory.
+bool resident(void* page) {
+  unsigned char vec = 0;
+  REQUIRE(::mincore(page, kPage, &vec) == 0);
+  return (vec & 1) != 0;
 }
 
 // Makes this process's madvise(MADV_GUARD_INSTALL) fail with EINVAL, as on a
@@ -181,7 +189,7 @@ TEST_CASE("fiber: StackPool stacks are writable across the whole usable range") 
 }
 
 TEST_CASE("fiber: StackPool uses MADV_GUARD_INSTALL when the kernel has it") {
-  if (!kernel_has_guard_install()) {
+  if (!kernel_has_advice(MADV_GUARD_INSTALL)) {
     SPINDLE_SKIP("kernel lacks madvise(MADV_GUARD_INSTALL) (Linux 6.13+)");
   }
   StackPool pool(64 * kKiB);
@@ -202,6 +210,40 @@ TEST_CASE("fiber: StackPool guard page below a stack faults") {
   INFO(r.describe());
   CHECK(r.killed_by(SIGSEGV));
   CHECK_THAT(r.err, Contains("usable range ok"));
+}
+
+TEST_CASE("fiber: StackPool guards every stack of every carved batch") {
+  const ChildResult r = run_in_child([] {
+    StackPool pool(64 * kKiB);
+    // Several batches' worth, the last one partly handed out.
+    std::vector<Stack> stacks(41);
+    for (Stack& s : stacks) {
+      s = pool.allocate();
+      touch(s);
+    }
+    std::fprintf(stderr, "usable ranges ok\n");
+    static_cast<volatile char*>(stacks[37].limit)[-1] = 1;
+    return 3;  // survived the guard page
+  });
+  INFO(r.describe());
+  CHECK(r.killed_by(SIGSEGV));
+  CHECK_THAT(r.err, Contains("usable ranges ok"));
+}
+
+TEST_CASE("fiber: StackPool hands out stacks with their top page committed") {
+  if (!kernel_has_advice(MADV_POPULATE_WRITE)) {
+    SPINDLE_SKIP("kernel lacks madvise(MADV_POPULATE_WRITE) (Linux 5.14+)");
+  }
+  StackPool pool(64 * kKiB);
+  std::vector<Stack> stacks(41);
+  for (Stack& s : stacks) s = pool.allocate();
+  for (std::size_t i = 0; i < stacks.size(); ++i) {
+    INFO("stack " << i);
+    CHECK(resident(static_cast<char*>(stacks[i].base) - kPage));
+    // Only the top page: the rest stays uncommitted until a fiber grows into it.
+    CHECK_FALSE(resident(stacks[i].limit));
+  }
+  for (const Stack& s : stacks) pool.deallocate(s);
 }
 
 TEST_CASE("fiber: StackPool falls back to mprotect guards without MADV_GUARD_INSTALL") {

@@ -1,6 +1,6 @@
 // Fiber stacks: slab-carved, lazily committed, guarded, pooled.
 // Nothing here suspends. StackPool takes a std::mutex for a few instructions
-// per call (plus an mmap/madvise or mprotect when it carves a new stack);
+// per call (plus an mmap and a madvise or mprotect when it carves new stacks);
 // StackCache takes no lock.
 #pragma once
 
@@ -53,6 +53,9 @@ class StackPool {
 
  private:
   void grow();  // maps a new slab; requires mutex_ held
+  // Guards up to kCarveBatch fresh strides into out[]; returns how many (at
+  // least one, or throws). Requires mutex_ held.
+  std::size_t carve(Stack* out);
 
   std::size_t stack_size_;   // usable bytes per stack
   std::size_t stride_;       // guard + stack
