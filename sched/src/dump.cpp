@@ -148,14 +148,20 @@ std::string dump(Scheduler& s) {
     while (!stack.empty()) {
       auto [node, depth] = stack.back();
       stack.pop_back();
-      const bool capture = captured < kMaxBacktraces;
-      entries.push_back(describe_node(node, depth, complete, caller, now, capture));
-      if (!entries.back().frames.empty()) ++captured;
+      // An ended task stays linked until its worker detaches it, and so do
+      // its children until they end: it is skipped, they are listed.
+      const auto* task = dynamic_cast<const Task*>(node);
+      const bool ended = task && task->done();
+      if (!ended) {
+        const bool capture = captured < kMaxBacktraces;
+        entries.push_back(describe_node(node, depth, complete, caller, now, capture));
+        if (!entries.back().frames.empty()) ++captured;
+      }
       children.clear();
       node->collect_children(children);
       node->unref();
       for (auto it = children.rbegin(); it != children.rend(); ++it)
-        stack.emplace_back(*it, depth + 1);
+        stack.emplace_back(*it, ended ? depth : depth + 1);
     }
   } catch (...) {
     for (auto& [node, depth] : stack) node->unref();

@@ -27,25 +27,41 @@ bool Node::adopt(Node* child) noexcept {
 }
 
 void Node::detach() noexcept {
-  Node* parent = parent_;
-  if (!parent) return;
-  bool last = false;
-  parent->lock_.lock();
-  if (linked_) {
-    if (prev_sibling_) {
-      prev_sibling_->next_sibling_ = next_sibling_;
-    } else {
-      parent->first_child_ = next_sibling_;
+  Node* self = this;
+  detach_all(&self, 1);
+}
+
+void Node::detach_all(Node* const* nodes, std::size_t n) noexcept {
+  std::size_t i = 0;
+  while (i < n) {
+    Node* const parent = nodes[i]->parent_;
+    if (!parent) {
+      ++i;
+      continue;
     }
-    if (next_sibling_) next_sibling_->prev_sibling_ = prev_sibling_;
-    prev_sibling_ = next_sibling_ = nullptr;
-    linked_ = false;
-    last = --parent->children_ == 0;
+    bool last = false;
+    std::size_t end = i;
+    parent->lock_.lock();
+    // parent_ is written only by adopt(), before the child runs, and below,
+    // by the child's owner: reading it outside the lock is safe.
+    for (; end < n && nodes[end]->parent_ == parent; ++end) {
+      Node* const c = nodes[end];
+      if (!c->linked_) continue;
+      if (c->prev_sibling_) {
+        c->prev_sibling_->next_sibling_ = c->next_sibling_;
+      } else {
+        parent->first_child_ = c->next_sibling_;
+      }
+      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
+      c->prev_sibling_ = c->next_sibling_ = nullptr;
+      c->linked_ = false;
+      last = --parent->children_ == 0;
+    }
+    parent->lock_.unlock();
+    for (; i < end; ++i) nodes[i]->parent_ = nullptr;
+    // After the unlock: an adopt() in between took a reference of its own.
+    if (last) parent->unref();
   }
-  parent->lock_.unlock();
-  parent_ = nullptr;
-  // After the unlock: an adopt() in between took a reference of its own.
-  if (last) parent->unref();
 }
 
 void Node::collect_children(std::vector<Node*>& out) {
@@ -71,6 +87,9 @@ bool Node::mark_aborted(Node*& worklist) noexcept {
   // release; see aborted().
   aborted_.store(true, std::memory_order_release);
   for (Node* c = first_child_; c; c = c->next_sibling_) {
+    // An aborted child has aborted its own subtree (abort is sticky), as has
+    // an ended one still waiting for its worker to detach it.
+    if (c->aborted_.load(std::memory_order_relaxed)) continue;
     c->ref();
     c->work_next_ = worklist;
     worklist = c;

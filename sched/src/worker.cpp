@@ -336,7 +336,6 @@ void Worker::retire(Fiber* f) noexcept {
   // The cascade: everything this fiber spawned is aborted, and its own node
   // closes to further spawns.
   f->close();
-  f->detach();
   // Before finish(): a joiner that scrapes sees the task no longer running.
   if (TaskRecord* r = f->record)
     count_task_finish(r, kind_ == Kind::kPool ? index_ : r->shared_slot);
@@ -347,7 +346,16 @@ void Worker::retire(Fiber* f) noexcept {
   // exit is counted (once the count may reach zero, worker 0 may be gone).
   if (scheduler_.closing()) scheduler_.workers[0]->unpark();
   scheduler_.count_finish();
-  f->unref();
+  // Detached later, with others; its value goes now if no handle can join it.
+  if (f->sole_reference()) f->drop_value();
+  retired_[retired_count_++] = f;
+  if (retired_count_ == retired_.size()) release_retired();
+}
+
+void Worker::release_retired() noexcept {
+  Node::detach_all(retired_.data(), retired_count_);
+  for (std::uint32_t i = 0; i < retired_count_; ++i) retired_[i]->unref();
+  retired_count_ = 0;
 }
 
 Fiber* Worker::take_global() noexcept {
@@ -508,6 +516,7 @@ std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
 }
 
 void Worker::park() noexcept {
+  release_retired();
   const auto timeout = park_timeout();
   parker_.clear();
   if (kind_ == Kind::kPool) scheduler_.idle.set_idle(index_);
@@ -551,6 +560,7 @@ void Worker::run_pool() {
       if (Fiber* f = search()) resume(f);
     }
   }
+  release_retired();
   scheduler_.roster.leave(this);
 }
 
@@ -566,6 +576,7 @@ void Worker::run_dedicated(Fiber* root) {
     if (!pinned_ready_.empty() || dedicated_done_) continue;
     park();
   }
+  release_retired();
   scheduler_.roster.leave(this);
 }
 

@@ -178,6 +178,9 @@ class Worker {
   void complete_switch(const Suspend& s) noexcept;
   void after_park(Fiber* f, const Suspend& s) noexcept;
   void retire(Fiber* f) noexcept;
+  // Detaches the retired fibers from their parents and drops the worker's
+  // references on them.
+  void release_retired() noexcept;
   void run_batch() noexcept;
   Fiber* next_fiber() noexcept;
   Fiber* pop_local() noexcept;
@@ -235,6 +238,11 @@ class Worker {
   std::array<TaskRecord*, 4> records_{};  // task_record()'s cache
   std::uint32_t records_next_ = 0;        // the cache entry replaced next
   std::uint64_t batch_ms_ = 0;
+  // Ended fibers not yet detached, each with the worker's reference: detaching
+  // a batch takes each parent's lock once, not once per child. Emptied when
+  // full, before the worker parks, and when its loop ends.
+  std::array<Node*, 32> retired_{};
+  std::uint32_t retired_count_ = 0;
 };
 
 // The worker on this thread, or null. Never inlined (see current_fiber()).

@@ -25,6 +25,7 @@ struct Dummy final : Fiber {
   explicit Dummy(spindle::detail::Scheduler& s) : Fiber(s) {}
   void run() override {}
   void discard() noexcept override {}
+  void drop_value() noexcept override {}
 };
 
 }  // namespace

@@ -66,6 +66,25 @@ TEST_CASE("a dropped handle detaches: the fiber still runs", "[spawn]") {
   });
 }
 
+TEST_CASE("a detached fiber's value is destroyed when it ends, on a busy worker too", "[spawn]") {
+  spindle::test::on_workers([] {
+    std::weak_ptr<int> value;
+    spindle::Event returned;
+    spindle::spawn([&] {
+      auto p = std::make_shared<int>(7);
+      value = p;
+      returned.set();
+      return p;
+    }).detach();
+    REQUIRE(returned.wait_for(5s).value());
+    // Yielding keeps this worker from parking, so nothing but the fiber's
+    // end can destroy the value.
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!value.expired() && std::chrono::steady_clock::now() < deadline) (void)tf::yield();
+    CHECK(value.expired());
+  });
+}
+
 TEST_CASE("join twice: the value is taken by the first", "[spawn]") {
   spindle::test::run([] {
     auto h = spindle::spawn([] { return 1; });

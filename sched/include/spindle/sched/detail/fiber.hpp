@@ -44,6 +44,9 @@ class Fiber : public Task {
   virtual void run() = 0;
   // Destroys the closure without running it (the fiber was aborted first).
   virtual void discard() noexcept = 0;
+  // Destroys the stored return value, if any. For an ended fiber that nothing
+  // can join any more.
+  virtual void drop_value() noexcept = 0;
 
   // Control blocks come from their worker's cache (sched/src/block_cache.hpp).
   // Over-aligned ones (an alignas closure) use the global allocator.
@@ -116,6 +119,9 @@ class FiberImpl final : public Fiber, public ResultCell<T> {
     run_body_into(fn_, static_cast<ResultCell<T>&>(*this));
   }
   void discard() noexcept override { fn_.reset(); }
+  void drop_value() noexcept override {
+    if constexpr (!std::is_void_v<T>) this->value.reset();
+  }
 
  private:
   std::optional<F> fn_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,9 @@ class Node {
   void ref_unshared() noexcept {
     refs_.store(refs_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
+  // True when the caller holds the only reference. acquire: pairs with the
+  // release of every other holder's unref(), so their reads are done.
+  bool sole_reference() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
   void unref() noexcept {
     // acq_rel; the last release pairs with the acquire of the destroying thread.
     if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
@@ -60,6 +64,9 @@ class Node {
   // the parent if it was the last child. Called once, when the node's task
   // ends.
   void detach() noexcept;
+  // detach() for each of nodes[0, n), taking a parent's lock once for each
+  // run of consecutive nodes with that parent.
+  static void detach_all(Node* const* nodes, std::size_t n) noexcept;
 
   // Appends this node's children to `out`, each with a new reference (the
   // caller unrefs them). For dumps.
