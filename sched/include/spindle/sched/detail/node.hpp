@@ -37,8 +37,15 @@ class Node {
   // release of every other holder's unref(), so their reads are done.
   bool sole_reference() const noexcept { return refs_.load(std::memory_order_acquire) == 1; }
   void unref() noexcept {
-    // acq_rel; the last release pairs with the acquire of the destroying thread.
-    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) destroy();
+    // A count of one is the caller's alone, since a node leaves the tree (the
+    // other way to reach it) before its last reference goes: no other thread
+    // can change it, so the common last unref needs no read-modify-write.
+    // acquire, and acq_rel below: every release pairs with the acquire of the
+    // destroying thread.
+    if (refs_.load(std::memory_order_acquire) == 1 ||
+        refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      destroy();
+    }
   }
 
   // acquire; pairs with the release in mark_aborted. An I/O park arms its park
