@@ -258,7 +258,7 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
   if (placement == Placement::kDedicated) {
     s.start_dedicated(fiber);
   } else {
-    s.schedule(fiber);
+    s.schedule_spawned(fiber);
   }
 }
 

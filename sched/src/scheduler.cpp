@@ -1,10 +1,11 @@
 #include "scheduler.hpp"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "fence.hpp"
+#include "spawn_entry.hpp"
 #include "spindle/base/assert.hpp"
 #include "unpark.hpp"
 #include "worker.hpp"
@@ -58,6 +59,12 @@ Scheduler::~Scheduler() {
     *link = debug_next;
   }
   SPINDLE_ASSERT(stack_pool.in_use() == 0, "a fiber stack outlived its runtime");
+  // Only spawn entries whose fibers a joiner ran can be left in the queue.
+  Fiber* e = nullptr;
+  while (global.take(&e, 1) == 1) {
+    const bool stale = is_spawn_entry(e) && take_entry(e) == nullptr;
+    SPINDLE_ASSERT(stale, "a ready fiber outlived its runtime");
+  }
   metrics->attach_global_queue(nullptr);
   if (root) root->unref();
 }
@@ -81,6 +88,19 @@ void Scheduler::make_ready(Fiber* f, bool woken) noexcept {
     return;
   }
   global.push(f);
+  notify_parked();
+}
+
+void Scheduler::schedule_spawned(Fiber* f) noexcept {
+  SPINDLE_DCHECK(!f->pinned && !f->started);
+  // relaxed: published by the queue push below.
+  f->claimable.store(true, std::memory_order_relaxed);
+  Worker* w = current_worker();
+  if (on_pool_worker(*this, w)) {
+    w->push_ready(spawn_entry(f));
+    return;
+  }
+  global.push(spawn_entry(f));
   notify_parked();
 }
 

@@ -68,6 +68,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   // The same for a fiber whose park just ended: on a pool worker it may take
   // the worker's next-fiber slot (Worker::push_woken).
   void schedule_woken(Fiber* f) noexcept { make_ready(f, true); }
+  // The same for a fiber just spawned (not pinned, not started), through a
+  // spawn entry (spawn_entry.hpp), so that a joiner may start it first.
+  void schedule_spawned(Fiber* f) noexcept;
   // A push left stealable work: wake a parked worker to search, unless a
   // searcher already covers it.
   void notify_parked() noexcept;

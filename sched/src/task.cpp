@@ -5,6 +5,7 @@ namespace spindle::detail {
 Result<void> Task::wait_done() noexcept {
   if (current_aborted()) return failure(errc::aborted);
   if (done()) return {};
+  expedite();
   WaitNode node;
   join_lock_.lock();
   if (done_.load(std::memory_order_relaxed)) {

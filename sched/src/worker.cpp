@@ -1,18 +1,18 @@
 #include "worker.hpp"
 
 #include <cxxabi.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <exception>
 #include <stdexcept>
 #include <utility>
 
-#include <fmt/format.h>
-
 #include "coarse_clock.hpp"
+#include "fence.hpp"
 #include "io_request.hpp"
 #include "scheduler.hpp"
-#include "fence.hpp"
+#include "spawn_entry.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/fiber/overflow.hpp"
 
@@ -24,6 +24,11 @@ constexpr int kBatch = 64;                 // fiber turns between two ring servi
 // the back of the run queue: two fibers waking each other keep their worker
 // for this many hand-overs, then the queue gets its turn.
 constexpr std::uint32_t kNextRunBudget = 32;
+// The same for hand-overs that continue one thread of control, as a call and
+// its return do: a joiner to the child it claimed, an ended fiber to its
+// joiner. A fork-join tree keeps its worker this long, then the queue gets
+// its turn.
+constexpr std::uint32_t kInheritedRunBudget = 256;
 constexpr std::size_t kStackCache = 64;    // stacks kept per worker
 constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
 constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
@@ -119,14 +124,14 @@ TaskRecord* Worker::intern_record(std::string_view name, Execution execution, Ta
   return r;
 }
 
-void Worker::push_ready(Fiber* f, bool is_new) noexcept {
-  if (f->pinned) {
-    SPINDLE_DCHECK(f->pinned == this);
-    pinned_ready_.push(f);
+void Worker::push_ready(Fiber* e, bool is_new) noexcept {
+  if (!is_spawn_entry(e) && e->pinned) {
+    SPINDLE_DCHECK(e->pinned == this);
+    pinned_ready_.push(e);
     return;
   }
   SPINDLE_DCHECK(kind_ == Kind::kPool);
-  run_queue_.push_back(f,
+  run_queue_.push_back(e,
                        [this](Fiber** items, std::size_t n) { scheduler_.global.push(items, n); });
   if (scheduler_.workers.size() == 1 || !run_queue_.is_stealable()) return;
   // New work must reach a parked worker (the fenced handshake). Requeued work
@@ -145,7 +150,13 @@ void Worker::push_woken(Fiber* f) noexcept {
     push_ready(f);  // a burst of wakes keeps its order: the first is next
   } else {
     next_ = f;
+    next_inherits_ = concluding_;
   }
+}
+
+void Worker::run_next(Fiber* f) noexcept {
+  if (Fiber* older = std::exchange(next_, f)) push_ready(older, false);
+  next_inherits_ = true;
 }
 
 void Worker::suspend(Fiber* f, Suspend& s) noexcept {
@@ -168,6 +179,7 @@ void Worker::exit(Fiber* f) noexcept {
   s.fiber = f;
   s.kind = Suspend::Kind::kExit;
   Worker* w = current_worker();
+  w->conclude(f);
   if (Fiber* next = w->take_handoff(true)) {
     w->arriving_ = &s;
     w->enter(next);
@@ -203,6 +215,7 @@ Fiber* Worker::take_handoff(bool may_map) noexcept {
   }
   if (!stack) {
     next_ = next;
+    next_inherits_ = true;  // counted already
     return nullptr;
   }
   start(next, stack);
@@ -248,6 +261,7 @@ void Worker::resume_one(Fiber* f) noexcept {
       f->discard();
       f->exit_error = std::current_exception();
       f->exit_outcome = Task::Outcome::kException;
+      conclude(f);
       retire(f);
       return;
     }
@@ -316,12 +330,7 @@ void Worker::after_park(Fiber* f, const Suspend& s) noexcept {
   scheduler_.schedule_woken(f);
 }
 
-void Worker::retire(Fiber* f) noexcept {
-  if (f->context) {
-    f->context.reset();
-    stacks_.deallocate(f->stack);
-    f->stack = {};
-  }
+void Worker::conclude(Fiber* f) noexcept {
   const Task::Outcome outcome = f->exit_outcome;
   std::exception_ptr error = std::move(f->exit_error);
   if (outcome == Task::Outcome::kException && !f->root) {
@@ -339,9 +348,19 @@ void Worker::retire(Fiber* f) noexcept {
   // Before finish(): a joiner that scrapes sees the task no longer running.
   if (TaskRecord* r = f->record)
     count_task_finish(r, kind_ == Kind::kPool ? index_ : r->shared_slot);
+  concluding_ = true;  // the joiner woken first continues this thread of control
   f->finish(outcome, std::move(error));
+  concluding_ = false;
   if (f->root) scheduler_.begin_shutdown();
   if (f == dedicated_root_) dedicated_done_ = true;
+}
+
+void Worker::retire(Fiber* f) noexcept {
+  if (f->context) {
+    f->context.reset();
+    stacks_.deallocate(f->stack);
+    f->stack = {};
+  }
   // Worker 0 counts the live fibers while closing: nudge it, before this
   // exit is counted (once the count may reach zero, worker 0 may be gone).
   if (scheduler_.closing()) scheduler_.workers[0]->unpark();
@@ -370,18 +389,22 @@ Fiber* Worker::take_global() noexcept {
   if (n == 0) return nullptr;
   for (std::size_t i = 1; i < n; ++i) push_ready(batch[i], false);
   if (run_queue_.is_stealable()) scheduler_.notify_parked();  // once for the batch
-  return batch[0];
+  if (Fiber* f = take_entry(batch[0])) return f;
+  return pop_local();
 }
 
 Fiber* Worker::next_fiber() noexcept {
   if (next_) {
-    if (next_runs_ < kNextRunBudget) {
-      ++next_runs_;
+    const bool inherits = std::exchange(next_inherits_, false);
+    std::uint32_t& runs = inherits ? inherited_runs_ : next_runs_;
+    if (runs < (inherits ? kInheritedRunBudget : kNextRunBudget)) {
+      ++runs;
       return std::exchange(next_, nullptr);
     }
     push_ready(std::exchange(next_, nullptr), false);
   }
   next_runs_ = 0;
+  inherited_runs_ = 0;
   if (--global_countdown_ == 0) {
     global_countdown_ = scheduler_.config.global_queue_interval;
     if (kind_ == Kind::kPool) {
@@ -400,12 +423,14 @@ Fiber* Worker::next_fiber() noexcept {
 }
 
 Fiber* Worker::pop_local() noexcept {
-  if (claimed_next_ == claimed_end_) {
-    claimed_next_ = 0;
-    claimed_end_ = run_queue_.pop_batch(claimed_.data(), claimed_.size());
-    if (claimed_end_ == 0) return nullptr;
+  for (;;) {
+    if (claimed_next_ == claimed_end_) {
+      claimed_next_ = 0;
+      claimed_end_ = run_queue_.pop_batch(claimed_.data(), claimed_.size());
+      if (claimed_end_ == 0) return nullptr;
+    }
+    if (Fiber* f = take_entry(claimed_[claimed_next_++])) return f;
   }
-  return claimed_[claimed_next_++];
 }
 
 void Worker::run_batch() noexcept {
@@ -434,7 +459,10 @@ Fiber* Worker::search() noexcept {
     Worker* victim = scheduler_.workers[(start + i) % n];
     if (victim != this) f = victim->run_queue().steal_into(run_queue_);
   }
-  if (f) stats_->add(Stat::kSteals, 1);
+  if (f) {
+    stats_->add(Stat::kSteals, 1);
+    if (!(f = take_entry(f))) f = pop_local();
+  }
   if (!f) f = take_global();
   searching_ = false;
   const bool last = scheduler_.idle.end_search();
@@ -600,6 +628,21 @@ bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept {
 }
 
 void Fiber::on_abort() noexcept { deliver_abort(); }
+
+void Fiber::expedite() noexcept {
+  // relaxed: a hint; the exchange below decides.
+  if (!claimable.load(std::memory_order_relaxed)) return;
+  Worker* w = current_worker();
+  if (!w || !w->current() || w->kind() != Worker::Kind::kPool || &w->scheduler() != scheduler_)
+    return;
+  ref();  // the spawn entry's, dropped by whoever takes it (take_entry)
+  // acq_rel: the winner of the claim, here or in take_entry(), runs the fiber.
+  if (!claimable.exchange(false, std::memory_order_acq_rel)) {
+    unref();
+    return;
+  }
+  w->run_next(this);
+}
 
 void Fiber::deliver_abort() noexcept {
   // seq_cst; the mirror of the arming in Worker::after_park.

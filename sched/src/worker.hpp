@@ -97,17 +97,22 @@ class Worker {
   // Dedicated worker: runs `root` (pinned here) until it exits.
   void run_dedicated(Fiber* root);
 
-  // Makes `f` ready on this worker: the run queue for an ordinary fiber, the
-  // private pinned list for one pinned here. `is_new` is false for a fiber
-  // requeued by this worker (a yield, a batch from the global queue), which
-  // other workers need not be told about as urgently.
-  void push_ready(Fiber* f, bool is_new = true) noexcept;
+  // Makes entry `e` (a ready fiber or a spawn entry, spawn_entry.hpp) ready
+  // on this worker: the run queue for an ordinary fiber, the private pinned
+  // list for one pinned here. `is_new` is false for a fiber requeued by this
+  // worker (a yield, a batch from the global queue), which other workers need
+  // not be told about as urgently.
+  void push_ready(Fiber* e, bool is_new = true) noexcept;
   // Makes `f` ready for a wake: into the next-fiber slot when the wake comes
   // from a fiber running here (or its exit), so a fiber handing work to a
   // parked one is followed by it while both stacks are hot; push_ready()
   // otherwise. The slot is private to this worker (never stolen) and holds the
   // first such wake; later ones go to the run queue behind it.
   void push_woken(Fiber* f) noexcept;
+  // Makes `f`, whose start a joiner running here just claimed, the next fiber
+  // to run here (Fiber::expedite). A fiber already in the slot goes to the
+  // run queue.
+  void run_next(Fiber* f) noexcept;
 
   // Suspends the running fiber `f` with `s`; returns when it is resumed (on
   // whatever worker). Called on the fiber. Switches straight to the next
@@ -177,12 +182,20 @@ class Worker {
   void load_eh(const Fiber* f) noexcept;
   void complete_switch(const Suspend& s) noexcept;
   void after_park(Fiber* f, const Suspend& s) noexcept;
+  // Publishes the outcome of the ended fiber `f` and wakes its joiners: on
+  // its own stack before it switches away, so that a joiner woken here can be
+  // the fiber it hands over to.
+  void conclude(Fiber* f) noexcept;
+  // Frees the stack of the concluded fiber `f`, which has switched away, and
+  // counts it finished.
   void retire(Fiber* f) noexcept;
   // Detaches the retired fibers from their parents and drops the worker's
   // references on them.
   void release_retired() noexcept;
   void run_batch() noexcept;
   Fiber* next_fiber() noexcept;
+  // The next fiber of the claimed batch or the run queue, skipping spawn
+  // entries whose fibers a joiner claimed.
   Fiber* pop_local() noexcept;
   bool local_ready() const noexcept { return claimed_next_ != claimed_end_ || !run_queue_.empty(); }
   // A fiber is ready on this worker: in the next-fiber slot, the run queue
@@ -207,8 +220,11 @@ class Worker {
   bool resuming_ = false;       // inside resume(): wakes may use next_
   int turns_left_ = 0;           // fiber turns left in this batch (resumes and hand-overs)
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
-  Fiber* next_ = nullptr;       // the next-fiber slot (push_woken)
-  std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row
+  Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
+  bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
+  bool concluding_ = false;      // inside conclude()'s finish(): wakes inherit
+  std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row, not inheriting
+  std::uint32_t inherited_runs_ = 0;  // ... inheriting
   RunQueue<Fiber> run_queue_;
   // The oldest fibers of run_queue_, claimed together by one pop_batch() so
   // most pops take no atomic read-modify-write; not stealable, run first.

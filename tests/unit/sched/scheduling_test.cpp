@@ -74,3 +74,85 @@ TEST_CASE("an idle worker steals work queued on a busy one", "[queues]") {
       },
       spindle::Config{.workers = 2});
 }
+
+TEST_CASE("a join runs a child that has not started at once, and the joiner resumes when it ends",
+          "[join]") {
+  spindle::test::run(
+      [] {
+        std::vector<char> order;
+        auto queued = spindle::spawn([&] { order.push_back('q'); });
+        auto child = spindle::spawn([&] { order.push_back('c'); });
+        REQUIRE(child.join());
+        order.push_back('p');
+        REQUIRE(queued.join());
+        // FIFO order would be q, c, p: the join went ahead of the queue, and the
+        // ended child handed its worker back to its joiner.
+        CHECK(order == std::vector<char>{'c', 'p', 'q'});
+      },
+      spindle::Config{.workers = 1});
+}
+
+namespace {
+
+struct TreeStats {
+  int live = 0;
+  int peak = 0;
+};
+
+// A fork-join tree of `fanout`-ary fibers, `depth` levels below this one.
+std::uint64_t fork_join(TreeStats& s, int depth, int fanout) {
+  s.peak = std::max(s.peak, ++s.live);
+  std::uint64_t leaves = 1;
+  if (depth > 0) {
+    std::vector<spindle::JoinHandle<std::uint64_t>> children;
+    for (int i = 0; i < fanout; ++i) {
+      children.push_back(
+          spindle::spawn([&s, depth, fanout] { return fork_join(s, depth - 1, fanout); }));
+    }
+    leaves = 0;
+    for (auto& c : children) leaves += c.join().value();
+  }
+  --s.live;
+  return leaves;
+}
+
+}  // namespace
+
+TEST_CASE("a fork-join tree runs depth first: few of its fibers are running at once", "[join]") {
+  spindle::test::run(
+      [] {
+        TreeStats s;
+        REQUIRE(fork_join(s, 4, 10) == 10'000);
+        CHECK(s.live == 0);
+        // Run in spawn order, hundreds of the 1,111 inner fibers would wait in
+        // joins at once.
+        INFO("peak " << s.peak);
+        CHECK(s.peak < 100);
+      },
+      spindle::Config{.workers = 1});
+}
+
+TEST_CASE("a fiber that spawns and joins in a loop leaves its worker to the others in turn",
+          "[join]") {
+  spindle::test::run(
+      [] {
+        constexpr std::uint64_t kLimit = 1'000'000;
+        std::atomic<bool> stop{false};
+        // Joined by the root at once, so the loop runs straight away; `other`
+        // is only queued, and gets the worker only if the loop gives it up.
+        auto other = spindle::spawn([&] { stop = true; });
+        auto loop = spindle::spawn([&] {
+          std::uint64_t n = 0;
+          while (!stop && n < kLimit) {
+            REQUIRE(spindle::spawn([] {}).join());
+            ++n;
+          }
+          return n;
+        });
+        const std::uint64_t n = loop.join().value();
+        CHECK(n > 0);
+        CHECK(n < kLimit);
+        REQUIRE(other.join());
+      },
+      spindle::Config{.workers = 1});
+}

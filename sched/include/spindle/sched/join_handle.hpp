@@ -83,7 +83,10 @@ class JoinHandle {
 
  private:
   void reset() noexcept {
-    if (task_) std::exchange(task_, nullptr)->unref();
+    if (task_) {
+      task_->release_handle();
+      std::exchange(task_, nullptr)->unref();
+    }
     cell_ = nullptr;
   }
 

@@ -29,7 +29,8 @@ struct Identity;
 struct TaskRecord;
 
 // A fiber is spawned (control block and closure only: no stack), becomes ready
-// (in exactly one queue), runs (it takes a stack the first time), parks, is
+// (in exactly one queue; a joiner may start it before its spawn entry comes
+// up, spawn_entry.hpp), runs (it takes a stack the first time), parks, is
 // made ready by the single winner of its wake, and finally exits.
 //
 // Thread-safety: the scheduling fields are owned by whoever holds the fiber's
@@ -87,6 +88,11 @@ class Fiber : public Task {
   Outcome exit_outcome = Outcome::kPending;        // set by the fiber just before it exits
   bool started = false;
   bool root = false;
+  // Set by the spawn that queues the fiber (a spawn entry, spawn_entry.hpp).
+  // Cleared by whoever takes the right to start it, the worker that takes
+  // the entry or a joiner (expedite()): by an exchange while a handle may
+  // still join it. Any thread.
+  std::atomic<bool> claimable{false};
 
   Fiber* next = nullptr;      // queue link while ready in a worker's pinned list
   Worker* pinned = nullptr;   // if set, resumes only on this worker
@@ -103,6 +109,12 @@ class Fiber : public Task {
  protected:
   void destroy() noexcept override { delete this; }
   void on_abort() noexcept override;
+  // A joiner on a pool worker of this fiber's runtime claims it if it has not
+  // started, and has it run next there: a parent joining a child it just
+  // spawned runs it at once, while its stack and the child's data are hot,
+  // instead of behind everything queued since (a fork-join tree runs depth
+  // first). The spawn entry left in a queue holds a reference and is skipped.
+  void expedite() noexcept override;
 
  private:
   Scheduler* scheduler_;

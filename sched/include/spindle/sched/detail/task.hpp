@@ -32,13 +32,23 @@ class Task : public Node {
   // Aborts the task and its descendants (the supervision cascade).
   void abort() noexcept { abort_tree(); }
 
+  // Its JoinHandle is gone: nothing will wait_done() on it any more. release;
+  // pairs with the acquire in handle_released(), so that what the handle's
+  // waits did is visible to whoever sees the flag.
+  void release_handle() noexcept { handle_released_.store(true, std::memory_order_release); }
+  bool handle_released() const noexcept { return handle_released_.load(std::memory_order_acquire); }
+
  protected:
   Task() noexcept = default;
   // Publishes the outcome and wakes every joiner. Once.
   void complete(Outcome outcome, std::exception_ptr error = nullptr) noexcept;
+  // Called by wait_done() before the caller waits: a task may use it to run
+  // sooner. Called on the waiting fiber or thread.
+  virtual void expedite() noexcept {}
 
  private:
   std::atomic<bool> done_{false};  // release in complete(); pairs with the acquire in done()
+  std::atomic<bool> handle_released_{false};
   Outcome outcome_ = Outcome::kPending;
   std::exception_ptr exception_;
   SpinLock join_lock_;  // guards joiners_ and the done_ transition
