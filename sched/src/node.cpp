@@ -80,10 +80,13 @@ void Node::collect_children(std::vector<Node*>& out) {
 
 bool Node::mark_aborted(Node*& worklist) noexcept {
   lock_.lock();
-  if (aborted_.load(std::memory_order_relaxed)) {
-    lock_.unlock();
-    return false;
-  }
+  const bool marked = mark_aborted_locked(worklist);
+  lock_.unlock();
+  return marked;
+}
+
+bool Node::mark_aborted_locked(Node*& worklist) noexcept {
+  if (aborted_.load(std::memory_order_relaxed)) return false;
   // release; see aborted().
   aborted_.store(true, std::memory_order_release);
   for (Node* c = first_child_; c; c = c->next_sibling_) {
@@ -94,7 +97,6 @@ bool Node::mark_aborted(Node*& worklist) noexcept {
     c->work_next_ = worklist;
     worklist = c;
   }
-  lock_.unlock();
   return true;
 }
 
@@ -105,11 +107,6 @@ void Node::abort_tree() noexcept {
   // fine, since every child was already collected above.
   on_abort();
   abort_all(worklist);
-}
-
-void Node::close() noexcept {
-  Node* worklist = nullptr;
-  if (mark_aborted(worklist)) abort_all(worklist);
 }
 
 void Node::abort_all(Node* worklist) noexcept {

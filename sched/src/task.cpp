@@ -7,19 +7,28 @@ Result<void> Task::wait_done() noexcept {
   if (done()) return {};
   expedite();
   WaitNode node;
-  join_lock_.lock();
+  lock().lock();
   if (done_.load(std::memory_order_relaxed)) {
-    join_lock_.unlock();
+    lock().unlock();
     return {};
   }
-  if (wait_in(joiners_, node, join_lock_, kNoDeadline, ParkKind::kInterruptible, "join") ==
+  if (wait_in(joiners_, node, lock(), kNoDeadline, ParkKind::kInterruptible, "join") ==
       WakeReason::kNotified)
     return {};
   return failure(errc::aborted);
 }
 
 void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
-  join_lock_.lock();
+  lock().lock();
+  complete_locked(outcome, std::move(error));
+  lock().unlock();
+}
+
+void Task::close_and_complete(Outcome outcome, std::exception_ptr error) noexcept {
+  close_then([&] { complete_locked(outcome, std::move(error)); });
+}
+
+void Task::complete_locked(Outcome outcome, std::exception_ptr error) noexcept {
   outcome_ = outcome;
   exception_ = std::move(error);
   // release; pairs with the acquire in done().
@@ -27,7 +36,6 @@ void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
   // Under the lock: a joiner whose wait ended otherwise re-takes the lock to
   // unlink its node, so it cannot free the node while we notify it.
   joiners_.notify_all();
-  join_lock_.unlock();
 }
 
 }  // namespace spindle::detail

@@ -342,14 +342,13 @@ void Worker::conclude(Fiber* f) noexcept {
                  describe_exception(error));
     }
   }
-  // The cascade: everything this fiber spawned is aborted, and its own node
-  // closes to further spawns.
-  f->close();
-  // Before finish(): a joiner that scrapes sees the task no longer running.
+  // Before the finish: a joiner that scrapes sees the task no longer running.
   if (TaskRecord* r = f->record)
     count_task_finish(r, kind_ == Kind::kPool ? index_ : r->shared_slot);
-  concluding_ = true;  // the joiner woken first continues this thread of control
-  f->finish(outcome, std::move(error));
+  // The cascade (everything this fiber spawned is aborted, and its own node
+  // closes to further spawns), then the outcome.
+  concluding_ = true;  // the fiber woken first continues this thread of control
+  f->close_and_finish(outcome, std::move(error));
   concluding_ = false;
   if (f->root) scheduler_.begin_shutdown();
   if (f == dedicated_root_) dedicated_done_ = true;

@@ -222,7 +222,7 @@ class Worker {
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
   Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
   bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
-  bool concluding_ = false;      // inside conclude()'s finish(): wakes inherit
+  bool concluding_ = false;      // inside conclude()'s cascade and finish: wakes inherit
   std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row, not inheriting
   std::uint32_t inherited_runs_ = 0;  // ... inheriting
   RunQueue<Fiber> run_queue_;

@@ -2,6 +2,7 @@
 #include "spindle/sched/detail/node.hpp"
 
 #include <catch2/catch.hpp>
+#include <functional>
 #include <vector>
 
 namespace {
@@ -12,6 +13,8 @@ using spindle::detail::Node;
 struct TestNode final : Node {
   explicit TestNode(int& destroyed) : destroyed_(destroyed) {}
   int aborts = 0;
+  // Closes the node as a task that ends does, running `then` as its outcome.
+  void close(const std::function<void()>& then) { close_then(then); }
 
  protected:
   void on_abort() noexcept override { ++aborts; }
@@ -97,10 +100,19 @@ TEST_CASE("node: an abort skips children that are aborted already") {
   REQUIRE(parent->adopt(ended));
   REQUIRE(parent->adopt(live));
   REQUIRE(ended->adopt(grandchild));
-  // A task that ends closes its node: its subtree is aborted, it is not.
-  ended->close();
+  // A task that ends closes its node: its subtree is aborted, it is not, and
+  // the children are aborted before the outcome is published.
+  int aborts_seen = -1;
+  ended->close([&] { aborts_seen = grandchild->aborts; });
+  CHECK(aborts_seen == 1);
   CHECK(ended->aborts == 0);
   CHECK(grandchild->aborts == 1);
+  // A closed node adopts no children.
+  int destroyed_extra = 0;
+  auto* late = new TestNode(destroyed_extra);
+  CHECK_FALSE(ended->adopt(late));
+  late->unref();
+  CHECK(destroyed_extra == 1);
 
   parent->abort_tree();
   CHECK(parent->aborts == 1);

@@ -63,6 +63,10 @@ class Fiber : public Task {
   // the flag (cancel_io). The node must be aborted already.
   void deliver_abort() noexcept;
   void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
+  // finish() for a fiber whose body has ended: with the cascade first.
+  void close_and_finish(Outcome outcome, std::exception_ptr error) noexcept {
+    close_and_complete(outcome, std::move(error));
+  }
 
   // Identity.
   std::uint64_t id = 0;

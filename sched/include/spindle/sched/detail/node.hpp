@@ -63,9 +63,6 @@ class Node {
   // Marks this node and all its descendants aborted, calling on_abort() once on
   // every node that was not aborted before. Iterative: safe on deep chains.
   void abort_tree() noexcept;
-  // abort_tree() for a node whose task has ended: the same, except that this
-  // node's own on_abort() is not called (there is nothing left to interrupt).
-  void close() noexcept;
 
   // Unlinks this node from its parent, and drops the children's reference on
   // the parent if it was the last child. Called once, when the node's task
@@ -86,10 +83,34 @@ class Node {
   virtual void on_abort() noexcept {}
   virtual void destroy() noexcept { delete this; }
 
+  // For a node whose task has ended: marks it and its descendants aborted, as
+  // abort_tree() does except for this node's own on_abort() (there is nothing
+  // left to interrupt), then runs `then` under lock(). With no children to
+  // abort, the common case, that is one critical section; otherwise the
+  // children are aborted first, outside it, so that whoever sees what `then`
+  // publishes sees them aborted.
+  template <class F>
+  void close_then(F&& then) noexcept {
+    Node* worklist = nullptr;
+    lock_.lock();
+    mark_aborted_locked(worklist);
+    if (worklist) {
+      lock_.unlock();
+      abort_all(worklist);
+      lock_.lock();
+    }
+    then();
+    lock_.unlock();
+  }
+  // Guards the child list, and whatever a derived class adds (a task's joiners).
+  SpinLock& lock() noexcept { return lock_; }
+
  private:
   // Marks this node aborted and appends its children (each with a new
   // reference) to the caller's work list. Returns false if it was aborted.
   bool mark_aborted(Node*& worklist) noexcept;
+  // The same with lock_ held.
+  bool mark_aborted_locked(Node*& worklist) noexcept;
   // Aborts the nodes on `worklist` (from mark_aborted) and their descendants.
   static void abort_all(Node* worklist) noexcept;
 
@@ -98,7 +119,7 @@ class Node {
   // node's tail padding.
   std::uint32_t children_ = 0;        // linked children; guarded by lock_
   std::atomic<bool> aborted_{false};  // written under lock_; read anywhere
-  SpinLock lock_;                     // guards the child list below
+  SpinLock lock_;                     // guards the child list below (see lock())
   bool linked_ = false;               // guarded by parent_->lock_
   Node* parent_ = nullptr;            // set by adopt(); kept alive while this node is linked
   Node* first_child_ = nullptr;       // guarded by lock_

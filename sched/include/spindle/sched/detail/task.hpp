@@ -42,17 +42,23 @@ class Task : public Node {
   Task() noexcept = default;
   // Publishes the outcome and wakes every joiner. Once.
   void complete(Outcome outcome, std::exception_ptr error = nullptr) noexcept;
+  // For a task that has ended: the cascade (everything it spawned is aborted
+  // and its node closes to spawns), then complete(), in one critical section
+  // when there is nothing to abort (Node::close_then).
+  void close_and_complete(Outcome outcome, std::exception_ptr error) noexcept;
   // Called by wait_done() before the caller waits: a task may use it to run
   // sooner. Called on the waiting fiber or thread.
   virtual void expedite() noexcept {}
 
  private:
+  // complete() with lock() (the node's) held.
+  void complete_locked(Outcome outcome, std::exception_ptr error) noexcept;
+
   std::atomic<bool> done_{false};  // release in complete(); pairs with the acquire in done()
   std::atomic<bool> handle_released_{false};
   Outcome outcome_ = Outcome::kPending;
   std::exception_ptr exception_;
-  SpinLock join_lock_;  // guards joiners_ and the done_ transition
-  WaitQueue joiners_;
+  WaitQueue joiners_;  // guarded by lock(), as is the done_ transition
 };
 
 // Storage for a task's return value; empty for void.
