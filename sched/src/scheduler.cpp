@@ -83,7 +83,7 @@ void Scheduler::make_ready(Fiber* f, bool woken) noexcept {
     if (woken) {
       w->push_woken(f);
     } else {
-      w->push_ready(f);
+      w->push_ready(f, false);
     }
     return;
   }

@@ -134,20 +134,20 @@ void Worker::push_ready(Fiber* e, bool is_new) noexcept {
   run_queue_.push_back(e,
                        [this](Fiber** items, std::size_t n) { scheduler_.global.push(items, n); });
   if (scheduler_.workers.size() == 1 || !run_queue_.is_stealable()) return;
-  // New work must reach a parked worker (the fenced handshake). Requeued work
-  // was already counted when it first became ready: a parked worker is woken
-  // only if one is seen without a fence. Missing it costs parallelism, never
-  // progress, since this worker runs the fiber.
+  // A spawn must reach a parked worker (the fenced handshake). A fiber this
+  // worker would run anyway (a requeue, a wake or completion handled here)
+  // wakes one only if one is seen without a fence: missing it costs
+  // parallelism, never progress.
   if (is_new || scheduler_.idle.idle_mask_relaxed() != 0) scheduler_.notify_parked();
 }
 
 void Worker::push_woken(Fiber* f) noexcept {
   if (!resuming_ || f->pinned) {
-    push_ready(f);
+    push_ready(f, false);
     return;
   }
   if (next_) {
-    push_ready(f);  // a burst of wakes keeps its order: the first is next
+    push_ready(f, false);  // a burst of wakes keeps its order: the first is next
   } else {
     next_ = f;
     next_inherits_ = concluding_;

@@ -99,9 +99,11 @@ class Worker {
 
   // Makes entry `e` (a ready fiber or a spawn entry, spawn_entry.hpp) ready
   // on this worker: the run queue for an ordinary fiber, the private pinned
-  // list for one pinned here. `is_new` is false for a fiber requeued by this
-  // worker (a yield, a batch from the global queue), which other workers need
-  // not be told about as urgently.
+  // list for one pinned here. `is_new` is true for a spawn, which must reach
+  // a parked worker (the fenced handshake); false for a fiber this worker
+  // would run anyway (a yield, a wake or an I/O completion handled here, a
+  // batch from the global queue), which wakes one only if it sees it idle
+  // without a fence.
   void push_ready(Fiber* e, bool is_new = true) noexcept;
   // Makes `f` ready for a wake: into the next-fiber slot when the wake comes
   // from a fiber running here (or its exit), so a fiber handing work to a
