@@ -20,15 +20,22 @@ namespace spindle::detail {
 namespace {
 
 constexpr int kBatch = 64;                 // fiber turns between two ring services
-// Fibers taken from the next-fiber slot in a row before the one in it goes to
-// the back of the run queue: two fibers waking each other keep their worker
-// for this many hand-overs, then the queue gets its turn.
+// Fibers taken from the next-fiber slot in a row (a streak) before the one in
+// it goes to the back of the run queue: two fibers waking each other keep
+// their worker, and their stacks hot, for this many hand-overs...
 constexpr std::uint32_t kNextRunBudget = 32;
-// The same for hand-overs that continue one thread of control, as a call and
-// its return do: a joiner to the child it claimed, an ended fiber to its
-// joiner. A fork-join tree keeps its worker this long, then the queue gets
-// its turn.
+// ... and hand-overs that continue one thread of control, as a call and its
+// return do (a joiner to the child it claimed, an ended fiber to its joiner),
+// for this many: a fork-join tree runs depth first.
 constexpr std::uint32_t kInheritedRunBudget = 256;
+// Past its budget, a streak of wakes goes on while it is quick: for
+// kStreakSlice from the first fiber over budget (each streak that ends sends
+// the worker to fibers whose stacks have gone cold). The clock is read then
+// and every kStreakCheck fibers after, so a streak of slow fibers ends
+// kStreakCheck past its budget. Inheriting hand-overs keep their count: the
+// extension gained a fork-join tree nothing.
+constexpr std::uint32_t kStreakCheck = 16;
+constexpr auto kStreakSlice = std::chrono::microseconds(100);
 constexpr std::size_t kStackCache = 64;    // stacks kept per worker
 constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
 constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
@@ -204,8 +211,8 @@ Fiber* Worker::take_handoff(bool may_map) noexcept {
   // A new fiber needs a stack. A parking fiber may hold a wait queue's lock
   // until its switch completes, so then only a cached stack will do (the pool
   // may block in a system call, or fail); an exiting fiber holds none. If
-  // there is no stack, the worker loop starts the fiber: next_fiber() left
-  // the next-fiber slot empty, and it goes first.
+  // there is no stack, the worker loop starts the fiber: it goes back into
+  // the next-fiber slot, and goes first.
   fiber::Stack stack;
   if (may_map || stacks_.cached() > 0) {
     try {
@@ -215,7 +222,7 @@ Fiber* Worker::take_handoff(bool may_map) noexcept {
   }
   if (!stack) {
     next_ = next;
-    next_inherits_ = true;  // counted already
+    next_restored_ = true;
     return nullptr;
   }
   start(next, stack);
@@ -396,14 +403,16 @@ Fiber* Worker::next_fiber() noexcept {
   if (next_) {
     const bool inherits = std::exchange(next_inherits_, false);
     std::uint32_t& runs = inherits ? inherited_runs_ : next_runs_;
-    if (runs < (inherits ? kInheritedRunBudget : kNextRunBudget)) {
-      ++runs;
+    if (std::exchange(next_restored_, false) ||
+        ++runs <= (inherits ? kInheritedRunBudget : kNextRunBudget) ||
+        (!inherits && streak_has_time())) {
       return std::exchange(next_, nullptr);
     }
     push_ready(std::exchange(next_, nullptr), false);
   }
   next_runs_ = 0;
   inherited_runs_ = 0;
+  overtime_ = 0;
   if (--global_countdown_ == 0) {
     global_countdown_ = scheduler_.config.global_queue_interval;
     if (kind_ == Kind::kPool) {
@@ -419,6 +428,17 @@ Fiber* Worker::next_fiber() noexcept {
     if (Fiber* f = pinned_ready_.pop()) return f;
   }
   return kind_ == Kind::kPool ? take_global() : nullptr;
+}
+
+bool Worker::streak_has_time() noexcept {
+  const std::uint32_t n = overtime_++;
+  if (n % kStreakCheck != 0) return true;
+  const Deadline now = Clock::now();
+  if (n == 0) {
+    overtime_start_ = now;
+    return true;
+  }
+  return now - overtime_start_ < kStreakSlice;
 }
 
 Fiber* Worker::pop_local() noexcept {

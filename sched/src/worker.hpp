@@ -196,6 +196,10 @@ class Worker {
   void release_retired() noexcept;
   void run_batch() noexcept;
   Fiber* next_fiber() noexcept;
+  // Counts one more woken fiber taken from the next-fiber slot past the
+  // streak's budget; false once the streak has had its time (kStreakSlice,
+  // worker.cpp).
+  bool streak_has_time() noexcept;
   // The next fiber of the claimed batch or the run queue, skipping spawn
   // entries whose fibers a joiner claimed.
   Fiber* pop_local() noexcept;
@@ -224,9 +228,12 @@ class Worker {
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
   Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
   bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
+  bool next_restored_ = false;   // next_ was put back by take_handoff: it goes first
   bool concluding_ = false;      // inside conclude()'s cascade and finish: wakes inherit
   std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row, not inheriting
   std::uint32_t inherited_runs_ = 0;  // ... inheriting
+  std::uint32_t overtime_ = 0;        // ... past the budget of wakes
+  Deadline overtime_start_{};         // when the first fiber past the budget was taken
   RunQueue<Fiber> run_queue_;
   // The oldest fibers of run_queue_, claimed together by one pop_batch() so
   // most pops take no atomic read-modify-write; not stealable, run first.

@@ -156,3 +156,35 @@ TEST_CASE("a fiber that spawns and joins in a loop leaves its worker to the othe
       },
       spindle::Config{.workers = 1});
 }
+
+TEST_CASE("two fibers waking each other leave their worker to the others in turn", "[queues]") {
+  spindle::test::run(
+      [] {
+        constexpr std::uint64_t kLimit = 1'000'000;
+        std::atomic<bool> stop{false};
+        spindle::Channel<std::uint64_t> ping, pong;
+        spindle::JoinHandle<void> other;
+        // Each wakes the other through the next-fiber slot; `other`, spawned
+        // once the two are passing values, is only queued, and gets the worker
+        // only if the pair gives it up.
+        auto pinger = spindle::spawn([&] {
+          std::uint64_t n = 0;
+          while (!stop && n < kLimit) {
+            REQUIRE(ping.send(n));
+            REQUIRE(pong.recv().value() == n);
+            if (++n == 1) other = spindle::spawn([&] { stop = true; });
+          }
+          ping.close();
+          return n;
+        });
+        auto ponger = spindle::spawn([&] {
+          while (auto v = ping.recv()) REQUIRE(pong.send(*v));
+        });
+        const std::uint64_t n = pinger.join().value();
+        CHECK(n > 0);
+        CHECK(n < kLimit);
+        REQUIRE(ponger.join());
+        REQUIRE(other.join());
+      },
+      spindle::Config{.workers = 1});
+}
