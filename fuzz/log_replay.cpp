@@ -101,11 +101,6 @@ void replay(std::string_view input) {
 
 }  // namespace
 
-// Fibers switch stacks: ASan's fake stacks (clang's default since LLVM 15)
-// would hand a resumed fiber another fiber's frames. The asan preset's tests
-// turn them off the same way (CMakePresets.json).
-extern "C" const char* __asan_default_options() { return "detect_stack_use_after_return=0"; }
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static spindle::Runtime runtime(spindle::Config{.workers = 1});
   const std::string_view input(reinterpret_cast<const char*>(data), size);

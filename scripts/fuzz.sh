@@ -34,7 +34,7 @@ else
 fi
 trap 'rm -rf "$tmp"' EXIT
 
-export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:detect_stack_use_after_return=0}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # Runs target $1 into $tmp/$1/: its log, and a one-line result in "result".

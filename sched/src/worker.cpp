@@ -182,11 +182,12 @@ void Worker::suspend(Fiber* f, Suspend& s) noexcept {
 }
 
 void Worker::exit(Fiber* f) noexcept {
-  Suspend s;
-  s.fiber = f;
-  s.kind = Suspend::Kind::kExit;
   Worker* w = current_worker();
   w->conclude(f);
+  Suspend& s = w->exiting_;
+  s = Suspend{};
+  s.fiber = f;
+  s.kind = Suspend::Kind::kExit;
   if (Fiber* next = w->take_handoff(true)) {
     w->arriving_ = &s;
     w->enter(next);

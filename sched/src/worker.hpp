@@ -36,8 +36,8 @@ struct EhGlobals {
 
 // What a fiber hands over when it switches away: to its worker's loop, or
 // straight to the next fiber, which completes the switch (Worker::arrive).
-// Lives on the fiber's stack; it is read before the fiber can be resumed
-// again.
+// Lives on the fiber's stack (an exit's in its worker); it is read before the
+// fiber can be resumed again.
 struct Suspend {
   enum class Kind : std::uint8_t { kYield, kPark, kExit };
   Fiber* fiber = nullptr;  // the fiber switching away
@@ -226,6 +226,10 @@ class Worker {
   bool resuming_ = false;       // inside resume(): wakes may use next_
   int turns_left_ = 0;           // fiber turns left in this batch (resumes and hand-overs)
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
+  // An exiting fiber's hand-over: not on its stack, which exit_to() abandons
+  // (and ASan's fake stack with it) before the side taking over reads it.
+  // Read by that side, on this worker, before the next exit here.
+  Suspend exiting_;
   Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
   bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
   bool next_restored_ = false;   // next_ was put back by take_handoff: it goes first
