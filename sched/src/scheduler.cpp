@@ -97,7 +97,7 @@ void Scheduler::schedule_spawned(Fiber* f) noexcept {
   f->claimable.store(true, std::memory_order_relaxed);
   Worker* w = current_worker();
   if (on_pool_worker(*this, w)) {
-    w->push_spawned(f);
+    w->push_ready(spawn_entry(f));
     return;
   }
   global.push(spawn_entry(f));

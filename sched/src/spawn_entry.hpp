@@ -1,9 +1,9 @@
 // Spawn entries: how a queue tells the entry a spawn queued from a ready
 // fiber's.
 //
-// A queue entry (run queue, global queue, claimed batch, next-fiber slot) is
-// a Fiber* whose low bit says which it is. A ready fiber's entry is its plain
-// pointer, and taking it is the right to run the fiber. A spawn entry has the bit set: the
+// A queue entry (run queue, global queue, claimed batch) is a Fiber* whose
+// low bit says which it is. A ready fiber's entry is its plain pointer, and
+// taking it is the right to run the fiber. A spawn entry has the bit set: the
 // fiber has not started, and a joiner may have claimed it first
 // (Fiber::expedite), so taking the entry is only a chance at the fiber, won
 // by clearing Fiber::claimable. An entry that loses holds the reference the

@@ -161,22 +161,8 @@ void Worker::push_woken(Fiber* f) noexcept {
   }
 }
 
-void Worker::push_spawned(Fiber* f) noexcept {
-  if (resuming_ && !next_) {
-    next_ = spawn_entry(f);
-    next_inherits_ = false;
-  } else {
-    push_ready(spawn_entry(f));
-  }
-}
-
 void Worker::run_next(Fiber* f) noexcept {
-  Fiber* const older = std::exchange(next_, f);
-  if (older == spawn_entry(f)) {
-    f->unref();  // the claimed entry's reference (Fiber::expedite): the entry is gone
-  } else if (older) {
-    push_ready(older, false);
-  }
+  if (Fiber* older = std::exchange(next_, f)) push_ready(older, false);
   next_inherits_ = true;
 }
 
@@ -421,10 +407,9 @@ Fiber* Worker::next_fiber() noexcept {
     if (std::exchange(next_restored_, false) ||
         ++runs <= (inherits ? kInheritedRunBudget : kNextRunBudget) ||
         (!inherits && streak_has_time())) {
-      if (Fiber* f = take_entry(std::exchange(next_, nullptr))) return f;
-    } else {
-      push_ready(std::exchange(next_, nullptr), false);
+      return std::exchange(next_, nullptr);
     }
+    push_ready(std::exchange(next_, nullptr), false);
   }
   next_runs_ = 0;
   inherited_runs_ = 0;

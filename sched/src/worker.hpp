@@ -109,13 +109,8 @@ class Worker {
   // from a fiber running here (or its exit), so a fiber handing work to a
   // parked one is followed by it while both stacks are hot; push_ready()
   // otherwise. The slot is private to this worker (never stolen) and holds the
-  // first such wake or spawn (push_spawned); later ones go to the run queue.
+  // first such wake; later ones go to the run queue behind it.
   void push_woken(Fiber* f) noexcept;
-  // Makes the new fiber `f` ready: into the next-fiber slot when a fiber
-  // running here spawned it and the slot is free, so it runs when the spawner
-  // switches away, on this worker, without waking another; push_ready() of
-  // its spawn entry otherwise.
-  void push_spawned(Fiber* f) noexcept;
   // Makes `f`, whose start a joiner running here just claimed, the next fiber
   // to run here (Fiber::expedite). A fiber already in the slot goes to the
   // run queue.
@@ -235,7 +230,7 @@ class Worker {
   // (and ASan's fake stack with it) before the side taking over reads it.
   // Read by that side, on this worker, before the next exit here.
   Suspend exiting_;
-  Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, push_spawned, run_next)
+  Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
   bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
   bool next_restored_ = false;   // next_ was put back by take_handoff: it goes first
   bool concluding_ = false;      // inside conclude()'s cascade and finish: wakes inherit
