@@ -1,4 +1,5 @@
-// IdleSet: which pool workers are parked, and how many are searching for work.
+// IdleSet: which pool workers are parked, how many are searching for work,
+// and whether a parked one is watching the others.
 #pragma once
 
 #include <atomic>
@@ -15,6 +16,15 @@ namespace spindle::detail {
 // queue. Push: publish, seq_cst fence, then claim_one() and unpark the worker
 // claimed. Each side fences between its store and its load, so at least one
 // sees the other: the parker finds the work or the pusher finds the parker.
+//
+// Watch: a fiber queued alone behind one that keeps its worker busy is not
+// worth a wake per push, so one parked worker at most (the watcher) parks
+// with a timeout while another is awake, and looks again for queues stuck
+// behind a long turn. It claims the watch, then checks that another worker is
+// awake; if none is, it gives the watch back and checks once more. A worker
+// that queues a fiber alone checks watched() and then idle_mask() (it cleared
+// its own idle bit before); all are seq_cst, so either the parker sees it
+// awake and watches, or it sees no watcher and an idle worker to wake.
 class IdleSet {
  public:
   explicit IdleSet(std::size_t workers) noexcept : workers_(workers) {}
@@ -56,12 +66,24 @@ class IdleSet {
   bool end_search() noexcept { return searching_.fetch_sub(1, std::memory_order_seq_cst) == 1; }
   std::uint32_t searching() const noexcept { return searching_.load(std::memory_order_seq_cst); }
 
+  // Claims the watch; false if another worker holds it.
+  bool try_watch() noexcept {
+    bool expected = false;
+    return watching_.compare_exchange_strong(expected, true, std::memory_order_seq_cst);
+  }
+  // Called only by the holder of the watch.
+  void end_watch() noexcept { watching_.store(false, std::memory_order_seq_cst); }
+  bool watched() const noexcept { return watching_.load(std::memory_order_seq_cst); }
+
  private:
   static std::uint64_t bit(std::size_t i) noexcept { return std::uint64_t{1} << i; }
 
   std::size_t workers_;
   alignas(64) std::atomic<std::uint64_t> idle_{0};
   alignas(64) std::atomic<std::uint32_t> searching_{0};
+  // Read on every push of a lone fiber, written only as a watch begins or
+  // ends: its own line.
+  alignas(64) std::atomic<bool> watching_{false};
 };
 
 }  // namespace spindle::detail

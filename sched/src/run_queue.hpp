@@ -16,8 +16,10 @@
 // Rejected: a mutex per queue (the owner's push and pop are the hot path of
 // every spawn and wake); an unbounded queue (the global queue absorbs
 // overflow, and a bound keeps stealing O(capacity/2)); stealing ceil(n/2)
-// like tokio (the reference steals half rounded down, so a fiber queued alone
-// behind a long-running one is never migrated for nothing).
+// always, like tokio (each lone push would wake a thief to migrate a fiber its
+// worker is about to run). A thief takes half rounded down, as the reference
+// does, unless it has seen the owner stay in one fiber's turn: then half
+// rounded up, so a fiber queued alone behind that turn moves.
 #pragma once
 
 #include <algorithm>
@@ -120,14 +122,15 @@ class RunQueue {
   }
 
   // Called by a thief that owns `dst` (dst != this). Moves half of this
-  // queue's items, rounded down, to dst's tail and returns the newest of them
-  // for the thief to run now (it is not left in dst). Returns nullptr if
-  // nothing was stolen: fewer than 2 items, or another thief is mid-steal.
+  // queue's items, rounded up if `round_up` and down otherwise, to dst's tail
+  // and returns the newest of them for the thief to run now (it is not left in
+  // dst). Returns nullptr if nothing was stolen: too few items, or another
+  // thief is mid-steal.
   //
   // dst needs room for half a full queue. An empty dst can still lack it: a
   // thief of dst paused mid-copy keeps dst's steal position behind while dst's
   // owner goes on pushing and popping. Then nothing is stolen (as in tokio).
-  T* steal_into(RunQueue& dst) {
+  T* steal_into(RunQueue& dst, bool round_up = false) {
     SPINDLE_ASSERT(&dst != this, "steal_into: a queue cannot steal from itself");
     // relaxed: the caller owns dst, so it is the only thread that stores dst.tail_.
     const std::uint32_t dst_tail = dst.tail_.load(std::memory_order_relaxed);
@@ -136,7 +139,7 @@ class RunQueue {
     const std::uint32_t dst_steal = unpack(dst.head_.load(std::memory_order_acquire)).steal;
     if (dst_tail - dst_steal > kCapacity / 2) return nullptr;
 
-    const std::uint32_t n = claim_and_copy(dst, dst_tail);
+    const std::uint32_t n = claim_and_copy(dst, dst_tail, round_up);
     if (n == 0) return nullptr;
     // The newest stolen item is returned, not exposed in dst.
     T* const ret = dst.buffer_[(dst_tail + n - 1) & kMask];
@@ -163,8 +166,7 @@ class RunQueue {
     return n < kCapacity ? n : kCapacity;
   }
   bool empty() const { return len() == 0; }
-  // Whether a steal_into() from this queue could take anything (it takes half,
-  // rounded down).
+  // Whether a steal_into() rounding down could take anything.
   bool is_stealable() const { return len() >= 2; }
 
  private:
@@ -206,10 +208,11 @@ class RunQueue {
     return true;
   }
 
-  // Thief side: claims half (rounded down) of this queue by advancing `real`,
-  // copies the batch to dst's slots starting at dst_tail (not yet exposed in
-  // dst), then publishes steal = real. Returns the number of items copied.
-  std::uint32_t claim_and_copy(RunQueue& dst, std::uint32_t dst_tail) {
+  // Thief side: claims half of this queue (rounded as steal_into() says) by
+  // advancing `real`, copies the batch to dst's slots starting at dst_tail (not
+  // yet exposed in dst), then publishes steal = real. Returns the number of
+  // items copied.
+  std::uint32_t claim_and_copy(RunQueue& dst, std::uint32_t dst_tail, bool round_up) {
     // acquire; pairs with the release CASes on head_ by the owner and by other
     // thieves, so the tail_ read below is at least as new as the head.
     std::uint64_t prev = head_.load(std::memory_order_acquire);
@@ -222,7 +225,7 @@ class RunQueue {
       // acquire; pairs with the release store of tail_ in push_back(): the slots
       // below tail are written before we copy them.
       const std::uint32_t tail = tail_.load(std::memory_order_acquire);
-      n = (tail - real) / 2;
+      n = (tail - real + (round_up ? 1 : 0)) / 2;
       if (n == 0) return 0;
       next = pack(steal, real + n);
       // acq_rel: the acquire pairs with the release CASes and stores of the owner

@@ -36,6 +36,12 @@ constexpr std::uint32_t kInheritedRunBudget = 256;
 // extension gained a fork-join tree nothing.
 constexpr std::uint32_t kStreakCheck = 16;
 constexpr auto kStreakSlice = std::chrono::microseconds(100);
+// A watcher (idle_set.hpp) looks again after kWatchMin while the workers it
+// watches have fibers queued, and backs off, doubling up to kWatchMax, while
+// they have none. A fiber queued alone behind a turn longer than the watch
+// moves to the watcher.
+constexpr auto kWatchMin = std::chrono::microseconds(100);
+constexpr auto kWatchMax = std::chrono::microseconds(1600);
 constexpr std::size_t kStackCache = 64;    // stacks kept per worker
 constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
 constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
@@ -97,6 +103,7 @@ Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
                              scheduler.config.idle_spinner.quick_wake_us}),
       global_countdown_(scheduler.config.global_queue_interval),
       rng_(seed_for(index)),
+      watch_interval_(kWatchMin),
       eh_(eh_globals()) {
   if (t_worker) {
     throw std::logic_error(
@@ -140,7 +147,14 @@ void Worker::push_ready(Fiber* e, bool is_new) noexcept {
   SPINDLE_DCHECK(kind_ == Kind::kPool);
   run_queue_.push_back(e,
                        [this](Fiber** items, std::size_t n) { scheduler_.global.push(items, n); });
-  if (scheduler_.workers.size() == 1 || !run_queue_.is_stealable()) return;
+  if (scheduler_.workers.size() == 1) return;
+  if (!run_queue_.is_stealable()) {
+    // Not worth a wake: a thief would take it only once this worker stays in
+    // one turn, which the watcher looks for. Unwatched, a parked worker is
+    // woken to watch.
+    if (!scheduler_.idle.watched() && scheduler_.idle.idle_mask() != 0) scheduler_.notify_parked();
+    return;
+  }
   // A spawn must reach a parked worker (the fenced handshake). A fiber this
   // worker would run anyway (a requeue, a wake or completion handled here)
   // wakes one only if one is seen without a fence: missing it costs
@@ -475,9 +489,22 @@ Fiber* Worker::search() noexcept {
   rng_ ^= rng_ >> 7;
   rng_ ^= rng_ << 17;
   const std::size_t start = rng_ % n;
+  // A due watch also takes a fiber queued alone behind a turn that has lasted
+  // it, and sets the next watch's length.
+  const bool due = std::exchange(watch_due_, false);
+  bool queued = false;
   for (std::size_t i = 0; i < n && !f; ++i) {
     Worker* victim = scheduler_.workers[(start + i) % n];
-    if (victim != this) f = victim->run_queue().steal_into(run_queue_);
+    if (victim == this) continue;
+    RunQueue<Fiber>& q = victim->run_queue();
+    queued = queued || (due && !q.empty());
+    f = q.steal_into(run_queue_, due && stuck_since_watch(*victim));
+  }
+  if (due) {
+    watch_start_ = {};
+    watch_interval_ = queued || f
+                          ? std::chrono::nanoseconds(kWatchMin)
+                          : std::min<std::chrono::nanoseconds>(2 * watch_interval_, kWatchMax);
   }
   if (f) {
     stats_->add(Stat::kSteals, 1);
@@ -552,6 +579,41 @@ bool Worker::has_work_anywhere() const noexcept {
   return false;
 }
 
+bool Worker::begin_watch() noexcept {
+  const std::size_t n = scheduler_.workers.size();
+  if (kind_ != Kind::kPool || n == 1) return false;
+  IdleSet& idle = scheduler_.idle;
+  const std::uint64_t all = n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
+  const auto others_awake = [&] { return idle.idle_mask() != all; };
+  if (!idle.try_watch()) return false;
+  if (!others_awake()) {
+    idle.end_watch();
+    // A worker that woke before the give-back saw the watch held: look again.
+    if (!others_awake() || !idle.try_watch()) return false;
+  }
+  watching_ = true;
+  if (watch_start_ == Deadline{}) {
+    for (Worker* w : scheduler_.workers) {
+      // relaxed: a turn count is a hint; a stale one delays a steal by a watch.
+      watch_turns_[w->index()] = w->stall_probe().turns.load(std::memory_order_relaxed);
+    }
+    watch_start_ = Clock::now();
+  }
+  return true;
+}
+
+void Worker::end_watch() noexcept {
+  if (!std::exchange(watching_, false)) return;
+  scheduler_.idle.end_watch();
+  watch_due_ = Clock::now() - watch_start_ >= watch_interval_;
+}
+
+bool Worker::stuck_since_watch(Worker& victim) const noexcept {
+  // relaxed: see begin_watch(). Odd: inside a fiber's turn.
+  const std::uint64_t turns = victim.stall_probe().turns.load(std::memory_order_relaxed);
+  return (turns & 1) != 0 && turns == watch_turns_[victim.index()];
+}
+
 std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
   std::optional<Deadline> next = timers_.next();
   if (auto w = wheel_.next_deadline(); w && (!next || *w < *next)) next = w;
@@ -565,12 +627,17 @@ std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
 
 void Worker::park() noexcept {
   release_retired();
-  const auto timeout = park_timeout();
+  auto timeout = park_timeout();
   parker_.clear();
   if (kind_ == Kind::kPool) scheduler_.idle.set_idle(index_);
   full_fence();
   if (!has_work_anywhere()) {
     stats_->add(Stat::kWorkerParks, 1);
+    if (begin_watch()) {
+      const auto left = std::max<std::chrono::nanoseconds>(
+          watch_start_ + watch_interval_ - Clock::now(), std::chrono::nanoseconds::zero());
+      if (!timeout || left < *timeout) timeout = left;
+    }
     if (ring_.pending() > 0) {
       // I/O in flight: block in the ring, so completions end the wait too.
       wake_source_.arm(ring_);
@@ -583,6 +650,7 @@ void Worker::park() noexcept {
       const auto slept = parker_.park(timeout);
       if (slept.count() > 0) spinner_.on_wake(slept);
     }
+    end_watch();
   }
   // A pusher that claimed our idle bit counted us as a searcher.
   if (kind_ == Kind::kPool && !scheduler_.idle.clear_idle(index_)) searching_ = true;

@@ -213,6 +213,12 @@ class Worker {
   void service() noexcept;
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;
+  // Parking: claims the watch (idle_set.hpp) if another pool worker is awake
+  // and no parked one holds it; false otherwise.
+  bool begin_watch() noexcept;
+  void end_watch() noexcept;
+  // Whether `victim` has stayed in one fiber's turn since the watch began.
+  bool stuck_since_watch(Worker& victim) const noexcept;
   void park() noexcept;
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   bool quit() const noexcept;
@@ -257,6 +263,13 @@ class Worker {
   std::uint32_t global_countdown_;  // picks until the global queue goes first
   std::uint64_t rng_;
   bool searching_ = false;  // this worker holds a search count
+  bool watching_ = false;   // this worker holds the watch (only while parked)
+  bool watch_due_ = false;  // the watch has lasted watch_interval_: search() checks it
+  // When the pool workers' turns were recorded in watch_turns_ (by index); the
+  // epoch when there is no record.
+  Deadline watch_start_{};
+  std::chrono::nanoseconds watch_interval_;
+  std::array<std::uint64_t, 64> watch_turns_{};
   Fiber* dedicated_root_ = nullptr;
   bool dedicated_done_ = false;
   std::uint64_t id_next_ = 0;

@@ -1,5 +1,5 @@
-// RunQueue: FIFO order, batch pops, length, overflow batches, steal sizes, and a
-// multi-thread run checking every item comes out exactly once.
+// RunQueue: FIFO order, batch pops, length, overflow batches, steal sizes (both
+// roundings), and a multi-thread run checking every item comes out exactly once.
 #include "run_queue.hpp"
 
 #include <atomic>
@@ -146,29 +146,34 @@ TEST_CASE("run queue: the queue accepts pushes again after an overflow", "[run_q
   for (std::size_t i = 0; i < seen.size(); ++i) REQUIRE(seen[i] == 1);
 }
 
-TEST_CASE("run queue: a single queued item is never stolen", "[run_queue]") {
+TEST_CASE("run queue: a single queued item is stolen only by a steal rounding up", "[run_queue]") {
   Queue src;
   Queue dst;
   auto items = make_items(1);
   REQUIRE(src.steal_into(dst) == nullptr);  // empty
+  REQUIRE(src.steal_into(dst, true) == nullptr);
   src.push_back(&items[0], no_overflow());
   REQUIRE(src.steal_into(dst) == nullptr);
   REQUIRE(src.len() == 1);
   REQUIRE(dst.empty());
-  REQUIRE(src.pop() == &items[0]);
+  REQUIRE(src.steal_into(dst, true) == &items[0]);
+  REQUIRE(src.empty());
+  REQUIRE(dst.empty());
+  REQUIRE(src.pop() == nullptr);
 }
 
-TEST_CASE("run queue: a steal moves half rounded down and returns the newest stolen",
+TEST_CASE("run queue: a steal moves half, rounded down or up, and returns the newest stolen",
           "[run_queue]") {
   const std::uint32_t n = GENERATE(2u, 3u, 4u, 5u, 10u, 129u, 255u, 256u);
-  CAPTURE(n);
+  const bool round_up = GENERATE(false, true);
+  CAPTURE(n, round_up);
   Queue src;
   Queue dst;
   auto items = make_items(n);
   for (auto& it : items) src.push_back(&it, no_overflow());
 
-  const std::uint32_t k = n / 2;
-  Item* got = src.steal_into(dst);
+  const std::uint32_t k = round_up ? (n + 1) / 2 : n / 2;
+  Item* got = src.steal_into(dst, round_up);
   REQUIRE(got == &items[k - 1]);
   REQUIRE(src.len() == n - k);
   REQUIRE(dst.len() == k - 1);
@@ -270,7 +275,8 @@ TEST_CASE("run queue: concurrent owner and thieves consume every item exactly on
         // more failed attempt proves nothing is left for this thief.
         // acquire; pairs with the release store by the owner.
         const bool done = owner_done.load(std::memory_order_acquire);
-        if (Item* it = owner_queue.steal_into(mine)) {
+        // Odd thieves round up, so they race the owner for its last item too.
+        if (Item* it = owner_queue.steal_into(mine, t % 2 == 1)) {
           consume(it);
           while (Item* rest = mine.pop()) consume(rest);
         } else if (done) {

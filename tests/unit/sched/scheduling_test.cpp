@@ -75,6 +75,28 @@ TEST_CASE("an idle worker steals work queued on a busy one", "[queues]") {
       spindle::Config{.workers = 2});
 }
 
+TEST_CASE("an idle worker runs a fiber queued alone behind one that keeps its worker busy",
+          "[queues]") {
+  spindle::test::run(
+      [] {
+        // One child is not stolen at once (its worker may be about to run it);
+        // it moves once the spawner's turn outlasts the watch. Round 1 starts
+        // with both workers parked long enough for nobody to be watching.
+        const auto me = std::this_thread::get_id();
+        for (int round = 0; round < 2; ++round) {
+          if (round == 1) REQUIRE(tf::sleep_for(50ms));
+          std::atomic<bool> child_ran{false};
+          auto child = spindle::spawn([&, me] { child_ran = std::this_thread::get_id() != me; });
+          const auto until = std::chrono::steady_clock::now() + 5s;
+          while (!child_ran && std::chrono::steady_clock::now() < until) {
+          }
+          CHECK(child_ran);
+          REQUIRE(child.join());
+        }
+      },
+      spindle::Config{.workers = 2});
+}
+
 TEST_CASE("a join runs a child that has not started at once, and the joiner resumes when it ends",
           "[join]") {
   spindle::test::run(
