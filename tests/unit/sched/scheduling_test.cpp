@@ -1,9 +1,10 @@
 // White-box checks of the scheduler's queues.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <set>
 #include <thread>
 
+#include "exposition.hpp"
 #include "runtime_harness.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"
@@ -93,6 +94,26 @@ TEST_CASE("an idle worker runs a fiber queued alone behind one that keeps its wo
           CHECK(child_ran);
           REQUIRE(child.join());
         }
+      },
+      spindle::Config{.workers = 2});
+}
+
+TEST_CASE("a worker parked while every other is parked too does not wake to watch", "[queues]") {
+  spindle::test::run(
+      [] {
+        const auto parks = [] {
+          return spindle::test::metric_value(spindle::current_runtime().metrics_text(),
+                                             "runtime_worker_parks_total", {{"worker", "1"}});
+        };
+        REQUIRE(tf::sleep_for(20ms));
+        const auto before = parks();
+        REQUIRE(before);
+        // Worker 0 parks in the sleep too. A watch would end every 100 us to
+        // 1.6 ms, at least 125 times in 200 ms; worker 1 gives it up instead.
+        REQUIRE(tf::sleep_for(200ms));
+        const auto after = parks();
+        REQUIRE(after);
+        CHECK(*after - *before <= 10);
       },
       spindle::Config{.workers = 2});
 }
