@@ -66,6 +66,13 @@ class IdleSet {
   bool end_search() noexcept { return searching_.fetch_sub(1, std::memory_order_seq_cst) == 1; }
   std::uint32_t searching() const noexcept { return searching_.load(std::memory_order_seq_cst); }
 
+  // Whether a pool worker other than `self` is not parked (or was claimed to
+  // wake). `self` is parked, its bit set.
+  bool others_awake(std::size_t self) const noexcept {
+    const std::uint64_t all = workers_ == 64 ? ~std::uint64_t{0} : bit(workers_) - 1;
+    return (idle_mask() | bit(self)) != all;
+  }
+
   // Claims the watch; false if another worker holds it.
   bool try_watch() noexcept {
     bool expected = false;

@@ -580,16 +580,13 @@ bool Worker::has_work_anywhere() const noexcept {
 }
 
 bool Worker::begin_watch() noexcept {
-  const std::size_t n = scheduler_.workers.size();
-  if (kind_ != Kind::kPool || n == 1) return false;
+  if (kind_ != Kind::kPool || scheduler_.workers.size() == 1) return false;
   IdleSet& idle = scheduler_.idle;
-  const std::uint64_t all = n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1;
-  const auto others_awake = [&] { return idle.idle_mask() != all; };
   if (!idle.try_watch()) return false;
-  if (!others_awake()) {
+  if (!idle.others_awake(index_)) {
     idle.end_watch();
     // A worker that woke before the give-back saw the watch held: look again.
-    if (!others_awake() || !idle.try_watch()) return false;
+    if (!idle.others_awake(index_) || !idle.try_watch()) return false;
   }
   watching_ = true;
   if (watch_start_ == Deadline{}) {
