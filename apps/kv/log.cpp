@@ -27,6 +27,10 @@ constexpr std::size_t kReplayChunk = 4 << 20;
 constexpr std::size_t kCompactChunk = 4 << 20;
 // The most passes through the worker's ring a commit waits for more records.
 constexpr int kGatherPasses = 8;
+// With kAlways, how far past the log's end the committer fills the file with
+// synced zeros (see log.hpp), in whole pages.
+constexpr std::uint64_t kPreallocate = 1 << 20;
+constexpr std::uint64_t kPage = 4096;
 
 void put32(std::string& out, std::size_t at, std::uint32_t v) {
   for (int i = 0; i < 4; ++i)
@@ -196,6 +200,21 @@ Result<Replayed> replay(const Blob& blob, std::uint64_t len, Db& db) {
   return out;
 }
 
+// True if bytes [from, len) of `blob` are all zeros: space filled ahead by
+// the committer, not a torn write.
+Result<bool> zeros_to_end(const Blob& blob, std::uint64_t from, std::uint64_t len) {
+  std::string buf;
+  while (from < len) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(kReplayChunk, len - from));
+    buf.resize(n);
+    if (auto r = blob.read_at(from, std::span(buf.data(), n)); !r)
+      return spindle::failure(r.error());
+    if (buf.find_first_not_of('\0') != std::string::npos) return false;
+    from += n;
+  }
+  return true;
+}
+
 }  // namespace
 
 Log::~Log() = default;
@@ -257,16 +276,20 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
       if (auto rm = storage.remove(kPartition, name); !rm) return spindle::failure(rm.error());
       continue;
     }
-    if (r->good_end < o->len) {
+    auto zeros = zeros_to_end(o->blob, r->good_end, o->len);
+    if (!zeros) return spindle::failure(zeros.error());
+    if (!*zeros) {
       fmt::print(stderr,
                  "spindle-kv: warning: {} has a torn tail: cutting {} bytes at offset {} "
                  "({} records kept)\n",
                  name, o->len - r->good_end, r->good_end, r->records);
       if (auto t = o->blob.resize(r->good_end); !t) return spindle::failure(t.error());
       if (auto s = o->blob.sync(); !s) return spindle::failure(s.error());
+      o->len = r->good_end;
     }
     log->blob_ = o->blob;
     log->end_ = r->good_end;
+    log->allocated_ = o->len;
     log->generation_ = gen;
     found = true;
   }
@@ -283,7 +306,7 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
     encode(init, 'Z', {}, {}, 0, false, false);
     if (auto w = o->blob.write_at(0, init, {.sync = true}); !w) return spindle::failure(w.error());
     log->blob_ = o->blob;
-    log->end_ = init.size();
+    log->end_ = log->allocated_ = init.size();
     log->generation_ = gen;
   }
 
@@ -322,7 +345,7 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
     fmt::print(stderr, "spindle-kv: compacted {} ({} bytes) into {} ({} bytes, {} keys)\n",
                old_name, log->end_, name, at, keys);
     log->blob_ = o->blob;
-    log->end_ = at;
+    log->end_ = log->allocated_ = at;
     log->generation_ = gen;
   }
   return log;
@@ -391,8 +414,10 @@ void Log::committer() {
     // kAlways it is a sync write (RWF_DSYNC): one ring operation for the data
     // and its durability.
     const bool sync = policy_ == FsyncPolicy::kAlways;
+    if (sync && end_ + batch.size() > allocated_) preallocate(end_ + batch.size());
     if (auto w = blob_.write_at(end_, batch, {.sync = sync}); !w) fatal("write", w.error());
     end_ += batch.size();
+    allocated_ = std::max(allocated_, end_);
     {
       std::lock_guard<spindle::Mutex> lock(mutex_);
       written_ = upto;
@@ -400,6 +425,18 @@ void Log::committer() {
     }
     done_.notify_all();
   }
+}
+
+void Log::preallocate(std::uint64_t upto) {
+  static const std::string zeros(kPreallocate, '\0');
+  const std::uint64_t target = (upto + kPage - 1) / kPage * kPage + kPreallocate;
+  while (allocated_ < target) {
+    const auto n = static_cast<std::size_t>(std::min(kPreallocate, target - allocated_));
+    if (auto w = blob_.write_at(allocated_, std::string_view(zeros).substr(0, n)); !w)
+      fatal("write", w.error());
+    allocated_ += n;
+  }
+  if (auto s = blob_.sync(); !s) fatal("sync", s.error());
 }
 
 void Log::syncer() {

@@ -22,6 +22,12 @@
 // record cut short or failing its checksum: a crash in the middle of a write)
 // is cut off with a warning. An intact record that makes no sense is
 // corruption: the start fails loudly and the log is left as it is.
+//
+// With --fsync always the file runs ahead of the log: zeros, written and
+// synced up to 1 MiB past the last record, so that a commit overwrites them
+// and its sync writes the data alone (the file's size and block map do not
+// change). Replay ends at the first zero length field, and a tail of nothing
+// but zeros is that space, not a torn tail.
 #pragma once
 
 #include <atomic>
@@ -87,6 +93,9 @@ class Log {
   std::uint64_t append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
                               bool with_at, bool with_klen);
   void committer();
+  // Makes [allocated_, x) zeros, written and synced, with x at least
+  // kPreallocate past `upto`. Committer-only.
+  void preallocate(std::uint64_t upto);
   void syncer();
   [[noreturn]] static void fatal(std::string_view what, std::error_code ec);
 
@@ -95,6 +104,8 @@ class Log {
   spindle::storage::Blob blob_;
   std::uint64_t generation_ = 0;
   std::uint64_t end_ = 0;  // committer-only (and open/close): the log's length
+  // committer-only (and open/close): the blob's length; [end_, allocated_) is zeros.
+  std::uint64_t allocated_ = 0;
 
   spindle::Mutex mutex_;
   spindle::CondVar work_;                          // the committer waits for records

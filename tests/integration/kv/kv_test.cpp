@@ -3,6 +3,8 @@
 // --compact, and bad protocol input.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -14,6 +16,31 @@ using kvtest::Client;
 using kvtest::resp;
 using kvtest::Server;
 using kvtest::TempDir;
+
+namespace {
+
+// The first generation of the log: <dir>/kv/hex("log.1").
+std::filesystem::path first_log(const std::filesystem::path& dir) {
+  return dir / "kv" / "6c6f672e31";
+}
+
+// Just past the log's last record. With --fsync always the file runs on in
+// zeros, so a crash's leftovers land there, not at the file's end. Assumes
+// that the last record ends in a byte that is not zero.
+std::uintmax_t records_end(const std::filesystem::path& log) {
+  const std::string bytes = kvtest::slurp(log);
+  const auto last = bytes.find_last_not_of('\0');
+  return last == std::string::npos ? 0 : last + 1;
+}
+
+void overwrite(const std::filesystem::path& file, std::uintmax_t offset, std::string_view bytes) {
+  std::fstream f(file, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(f.good());
+}
+
+}  // namespace
 
 TEST_CASE("redis-cli: the commands", "[kv][integration]") {
   kvtest::require_redis_cli();
@@ -199,33 +226,66 @@ TEST_CASE("a torn tail is cut off with a warning - the rest is kept", "[kv][inte
     for (int i = 0; i < 100; ++i) REQUIRE(cli(s, {"SET", "k" + std::to_string(i), "v"}) == "OK");
     s.stop();
   }
-  // A crash in the middle of a write: half a record at the end of the log.
-  const auto log = dir / "kv" / "6c6f672e31";  // hex("log.1")
+  // A crash in the middle of a write: half a record after the last one.
+  const auto log = first_log(dir);
   REQUIRE(std::filesystem::exists(log));
-  const auto size = std::filesystem::file_size(log);
-  {
-    std::ofstream f(log, std::ios::binary | std::ios::app);
-    f << std::string("\x20\x00\x00\x00\x12\x34\x56\x78Sxx", 11);  // claims 32 bytes, has 3
-  }
+  const auto end = records_end(log);
+  overwrite(log, end,
+            std::string("\x20\x00\x00\x00\x12\x34\x56\x78Sxx", 11));  // claims 32 bytes, has 3
   {
     Server s(dir);
     CHECK(cli(s, {"DBSIZE"}) == "100");
     CHECK(s.log().find("torn tail") != std::string::npos);
-    CHECK(std::filesystem::file_size(log) == size);
+    CHECK(std::filesystem::file_size(log) == end);  // the zeros after it go too
     CHECK(cli(s, {"SET", "after", "1"}) == "OK");
     s.stop();
   }
   // Garbage that is long enough but fails its checksum is cut off as well.
-  {
-    std::ofstream f(log, std::ios::binary | std::ios::app);
-    f << std::string(
-        "\x04\x00\x00\x00\xde\xad\xbe\xef"
-        "Dxyz",
-        12);
-  }
+  overwrite(log, records_end(log),
+            std::string("\x04\x00\x00\x00\xde\xad\xbe\xef"
+                        "Dxyz",
+                        12));
   Server s(dir);
   CHECK(cli(s, {"DBSIZE"}) == "101");
   CHECK(cli(s, {"GET", "after"}) == "1");
+}
+
+TEST_CASE("with --fsync always the log runs ahead in zeros, kept as free space on restart",
+          "[kv][integration]") {
+  kvtest::require_redis_cli();
+  TempDir tmp;
+  const auto dir = tmp.path() / "data";
+  {
+    Server s(dir);
+    for (int i = 0; i < 10; ++i) REQUIRE(cli(s, {"SET", "k" + std::to_string(i), "v"}) == "OK");
+    s.stop();
+  }
+  const auto log = first_log(dir);
+  const auto end = records_end(log);
+  const auto size = std::filesystem::file_size(log);
+  CHECK(size - end > (1u << 20) / 2);  // most of 1 MiB
+  {
+    Server s(dir);
+    CHECK(cli(s, {"DBSIZE"}) == "10");
+    CHECK(s.log().find("torn tail") == std::string::npos);
+    CHECK(std::filesystem::file_size(log) == size);
+    CHECK(cli(s, {"SET", "after", "1"}) == "OK");
+    s.kill(SIGKILL);
+  }
+  {
+    Server s(dir);
+    CHECK(cli(s, {"DBSIZE"}) == "11");
+    CHECK(cli(s, {"GET", "after"}) == "1");
+    CHECK(s.log().find("torn tail") == std::string::npos);
+  }
+  // Without syncs there is nothing to gain: the file ends at the last record.
+  const auto other = tmp.path() / "other";
+  {
+    Server s(other, {"--fsync", "no"});
+    REQUIRE(cli(s, {"SET", "k", "v"}) == "OK");
+    s.stop();
+  }
+  CHECK(std::filesystem::file_size(first_log(other)) == records_end(first_log(other)));
 }
 
 TEST_CASE("compaction rewrites the log as one record per live key", "[kv][integration]") {
@@ -243,7 +303,7 @@ TEST_CASE("compaction rewrites the log as one record per live key", "[kv][integr
     s.stop();
   }
   const auto old_log = dir / "kv" / "6c6f672e31";  // log.1
-  const auto before = std::filesystem::file_size(old_log);
+  const auto before = records_end(old_log);
   Server s(dir, {"--compact"});
   CHECK(s.log().find("compacted") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(old_log));
@@ -304,16 +364,13 @@ TEST_CASE("an intact record that makes no sense stops the start and is kept", "[
   }
   // A record whose checksum holds but whose kind is unknown: not a torn
   // tail, so cutting it (and what follows) could lose acknowledged data.
-  const auto log = dir / "kv" / "6c6f672e31";  // hex("log.1")
+  const auto log = first_log(dir);
   const std::string payload = "Qxyz";
   const std::uint32_t crc = spindle::storage::crc32c(payload);
   std::string record("\x04\x00\x00\x00", 4);
   for (int i = 0; i < 4; ++i) record += static_cast<char>(crc >> (8 * i));
   record += payload;
-  {
-    std::ofstream f(log, std::ios::binary | std::ios::app);
-    f << record;
-  }
+  overwrite(log, records_end(log), record);
   const auto size = std::filesystem::file_size(log);
   int status = 0;
   const std::string out =
