@@ -126,6 +126,10 @@ Result<std::size_t> write_some(int fd, std::span<const iovec> iov, std::uint64_t
           io_uring_prep_writev(sqe, fd, iov.data(), n, offset);
         }
         sqe->rw_flags = rw_flags;
+        // XFS and btrfs take a buffered RWF_DSYNC write inline and then wait
+        // for the disk inside io_uring_enter, blocking the worker: a sync
+        // write always goes to an io-wq thread.
+        if ((rw_flags & RWF_DSYNC) != 0) sqe->flags |= IOSQE_ASYNC;
       },
       kNeverCancel);
   if (!r) return failure(r.error());

@@ -20,12 +20,14 @@
 
 namespace spindle::test {
 
-// A fresh directory under /tmp (mkdtemp), removed with everything in it.
+// A fresh directory under $TMPDIR, or /tmp (mkdtemp), removed with
+// everything in it. TMPDIR picks the file system the storage tests run on.
 class TempDir {
  public:
   TempDir() {
-    char tmpl[] = "/tmp/spindle-storage-XXXXXX";
-    const char* p = ::mkdtemp(tmpl);
+    const char* base = std::getenv("TMPDIR");
+    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/spindle-storage-XXXXXX";
+    const char* p = ::mkdtemp(tmpl.data());
     REQUIRE(p != nullptr);
     path_ = p;
   }
