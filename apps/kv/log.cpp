@@ -25,7 +25,7 @@ constexpr std::string_view kPartition = "kv";
 constexpr std::size_t kRecordHeader = 8;
 constexpr std::size_t kReplayChunk = 4 << 20;
 constexpr std::size_t kCompactChunk = 4 << 20;
-// The most passes through the worker's ring a commit waits for more records.
+// The most passes (see Log::committer) a commit waits for more records.
 constexpr int kGatherPasses = 8;
 // With kAlways, how far past the log's end the committer fills the file with
 // synced zeros (see log.hpp), in whole pages.
@@ -395,13 +395,15 @@ void Log::committer() {
       if (pending_.empty()) return;  // stopping, and nothing left
     }
     // Woken by the first append of a round, this fiber often runs right after
-    // it: let the connections already ready, and those whose requests the
-    // ring has received meanwhile, append theirs first, pass after pass until
-    // one brings nothing new, so that one write covers them all. (An abort
-    // here changes nothing: the batch is written.)
+    // it: let the connections already ready append theirs first, pass after
+    // pass until one brings nothing new, so that one write covers them all.
+    // Before a sync write the passes go through the ring, so that requests it
+    // has received meanwhile join too; a plain write costs less than such a
+    // pass. (An abort here changes nothing: the batch is written.)
+    const bool sync = policy_ == FsyncPolicy::kAlways;
     for (int pass = 0; pass < kGatherPasses; ++pass) {
       const std::uint64_t before = appended();
-      if (!spindle::this_fiber::yield_to_io()) break;
+      if (!(sync ? spindle::this_fiber::yield_to_io() : spindle::this_fiber::yield())) break;
       if (appended() == before) break;
     }
     {
@@ -413,7 +415,6 @@ void Log::committer() {
     // Never cancelled: an abort at shutdown lets the write finish. With
     // kAlways it is a sync write (RWF_DSYNC): one ring operation for the data
     // and its durability.
-    const bool sync = policy_ == FsyncPolicy::kAlways;
     if (sync && end_ + batch.size() > allocated_) preallocate(end_ + batch.size());
     if (auto w = blob_.write_at(end_, batch, {.sync = sync}); !w) fatal("write", w.error());
     end_ += batch.size();

@@ -2,10 +2,11 @@
 // log blob in storage/ (partition "kv", blob "log.<generation>"), and a
 // committer fiber writes what accumulated since its last round in one write,
 // with --fsync always a sync write (RWF_DSYNC): a group commit that covers
-// every change that arrived meanwhile. Before it writes, it lets the worker
+// every change that arrived meanwhile. Before a sync write, it lets the worker
 // pass through its ring (this_fiber::yield_to_io) until a pass brings no new
-// record, so that requests already received join the write. Replies wait for
-// it (see wait()).
+// record, so that requests already received join the write; before a plain
+// write, which costs less than a pass, it yields only to the fibers already
+// ready. Replies wait for it (see wait()).
 //
 // Record: u32 payload length, u32 CRC-32C of the payload (both little
 // endian), then the payload, whose first byte says what it is:
