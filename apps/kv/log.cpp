@@ -351,7 +351,8 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
   return log;
 }
 
-void Log::start() {
+void Log::start(std::chrono::nanoseconds window) {
+  window_ = window;
   committer_ = spindle::spawn("kv-committer", [this] { committer(); });
   if (policy_ == FsyncPolicy::kEverysec)
     syncer_ = spindle::spawn("kv-syncer", [this] { syncer(); });
@@ -379,10 +380,43 @@ std::uint64_t Log::append_expire(std::string_view key, UnixMs expire_at) {
 }
 std::uint64_t Log::append_flush() { return append_locked('F', {}, {}, 0, false, false); }
 
+Log::Client::Client(Log& log) : log_(&log) {
+  std::lock_guard<spindle::Mutex> lock(log.mutex_);
+  ++log.clients_;
+}
+
+Log::Client::~Client() {
+  if (!log_) return;
+  std::lock_guard<spindle::Mutex> lock(log_->mutex_);
+  --log_->clients_;
+  if (log_->in_window_) log_->work_.notify_one();
+}
+
 spindle::Result<void> Log::wait(std::uint64_t seq) {
   std::unique_lock<spindle::Mutex> lock(mutex_);
   const bool synced = policy_ == FsyncPolicy::kAlways;
-  return done_.wait(lock, [&] { return (synced ? synced_ : written_) >= seq; });
+  for (;;) {
+    if ((synced ? synced_ : written_) >= seq) return {};
+    const std::uint64_t releases = releases_;
+    if (++waiting_ >= clients_ && in_window_) work_.notify_one();
+    auto r = done_.wait(lock);
+    if (releases_ == releases) --waiting_;  // not released: still counted
+    if (!r) return r;
+  }
+}
+
+void Log::release_locked() noexcept {
+  released_ = std::exchange(waiting_, 0);
+  ++releases_;
+}
+
+void Log::hold_window(std::unique_lock<spindle::Mutex>& lock) {
+  if (window_.count() == 0 || released_ < 2) return;
+  in_window_ = true;
+  // An abort ends the window early; the round is written all the same.
+  (void)work_.wait_until(lock, spindle::Clock::now() + window_,
+                         [&] { return waiting_ >= clients_ || stopping_; });
+  in_window_ = false;
 }
 
 void Log::committer() {
@@ -393,6 +427,7 @@ void Log::committer() {
       std::unique_lock<spindle::Mutex> lock(mutex_);
       if (!work_.wait(lock, [&] { return !pending_.empty() || stopping_; })) return;  // aborted
       if (pending_.empty()) return;  // stopping, and nothing left
+      hold_window(lock);
     }
     // Woken by the first append of a round, this fiber often runs right after
     // it: let the connections already ready append theirs first, pass after
@@ -423,6 +458,7 @@ void Log::committer() {
       std::lock_guard<spindle::Mutex> lock(mutex_);
       written_ = upto;
       if (sync) synced_ = upto;
+      release_locked();
     }
     done_.notify_all();
   }
@@ -482,6 +518,7 @@ spindle::Result<void> Log::close() {
   {
     std::lock_guard<spindle::Mutex> lock(mutex_);
     written_ = synced_ = upto;
+    release_locked();
   }
   done_.notify_all();
   return {};

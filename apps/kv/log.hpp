@@ -8,6 +8,15 @@
 // write, which costs less than a pass, it yields only to the fibers already
 // ready. Replies wait for it (see wait()).
 //
+// A round may also wait for clients (Log::Client: a connection) that are not
+// waiting yet: after a write that released two or more, the next round stays
+// open up to the commit window (start(); spindle-kv's --commit-window) and
+// writes as soon as every client waits. The clients that write answered are
+// then likely to send their next change within the window, and every write
+// saved is a sync (kAlways) or, where the file system has no asynchronous
+// buffered writes (ext4), a hand-off to an io-wq thread. A lone client, or one
+// whose peers all wait, never waits for the window.
+//
 // Record: u32 payload length, u32 CRC-32C of the payload (both little
 // endian), then the payload, whose first byte says what it is:
 //   'S' u64 expire_at, u32 key length, key, value    SET (expire_at 0: none)
@@ -32,6 +41,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <spindle/sched/condvar.hpp>
@@ -40,6 +50,7 @@
 #include <spindle/storage/storage.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "db.hpp"
 
@@ -60,7 +71,24 @@ class Log {
   ~Log();
 
   // Spawns the committer (and, with kEverysec, the once-a-second syncer).
-  void start();
+  // `window`: after a round whose write released two clients or more, so
+  // that others are likely to append soon, the next round stays open up to
+  // this long before it writes, and closes as soon as every client waits (no
+  // one else can append). Zero: a round writes at once.
+  void start(std::chrono::nanoseconds window);
+
+  // A client of the log (a connection whose replies wait for it), counted for
+  // the round's window while this guard lives. Movable; fiber-only.
+  class Client {
+   public:
+    explicit Client(Log& log);
+    Client(Client&& o) noexcept : log_(std::exchange(o.log_, nullptr)) {}
+    Client& operator=(Client&&) = delete;
+    ~Client();
+
+   private:
+    Log* log_;
+  };
 
   // Appends a record; called with db.mutex() held, so that the log's order
   // is the keyspace's. Returns the record's sequence number.
@@ -94,6 +122,10 @@ class Log {
   std::uint64_t append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
                               bool with_at, bool with_klen);
   void committer();
+  // Waits, with mutex_ held, until the round's window (see start()) closes.
+  void hold_window(std::unique_lock<spindle::Mutex>& lock);
+  // Uncounts the waiters a write just released. With mutex_ held.
+  void release_locked() noexcept;
   // Makes [allocated_, x) zeros, written and synced, with x at least
   // kPreallocate past `upto`. Committer-only.
   void preallocate(std::uint64_t upto);
@@ -116,6 +148,15 @@ class Log {
   std::uint64_t written_ = 0;                      // guarded by mutex_
   std::uint64_t synced_ = 0;                       // guarded by mutex_
   bool stopping_ = false;                          // guarded by mutex_
+  std::chrono::nanoseconds window_{0};             // set by start()
+  std::size_t clients_ = 0;                        // guarded by mutex_: live Client guards
+  // Guarded by mutex_: fibers in wait() that no write has released yet; how
+  // many the last write released; writes so far (a waiter released by one
+  // is no longer counted); whether the committer holds a window open.
+  std::size_t waiting_ = 0;
+  std::size_t released_ = 0;
+  std::uint64_t releases_ = 0;
+  bool in_window_ = false;
   std::atomic<std::uint64_t> appended_mirror_{0};  // release in append; acquire in appended()
   spindle::JoinHandle<void> committer_, syncer_;
 };

@@ -2,6 +2,7 @@
 // through a log in storage/ with group commit.
 //
 //   spindle-kv --listen 127.0.0.1:6380 --dir PATH --workers N --fsync always|everysec|no
+//              [--commit-window USEC]
 //
 // SIGINT or SIGTERM: stop accepting, write and sync the log, exit 0. SIGUSR1:
 // a fiber dump on stderr.
@@ -42,6 +43,12 @@ int main(int argc, char** argv) {
                  "always: sync before every reply (group commit); everysec: once a second; no: "
                  "leave it to the kernel")
       ->check(CLI::IsMember({"always", "everysec", "no"}))
+      ->capture_default_str();
+  unsigned window_us = 200;
+  app.add_option("--commit-window", window_us,
+                 "microseconds a write may wait for other clients' changes to join it, after "
+                 "one that covered several clients (0: none)")
+      ->check(CLI::Range(0u, 1'000'000u))
       ->capture_default_str();
   app.add_flag("--compact", compact, "rewrite the log as one record per live key at start-up");
   app.add_option("--max-bulk-len", limits.max_bulk, "largest argument in bytes")
@@ -105,7 +112,7 @@ int main(int argc, char** argv) {
       }
       log = std::move(*opened);
       commands.emplace(db, *log, policy);
-      log->start();
+      log->start(std::chrono::microseconds(window_us));
 
       auto listener = spindle::net::TcpListener::bind(*addr);
       if (!listener) {

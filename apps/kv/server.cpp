@@ -33,6 +33,7 @@ spindle::Deadline read_deadline(const Timeouts& timeouts, bool mid_command,
 
 void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits,
            const Timeouts& timeouts) {
+  const Log::Client client(log);
   Parser parser(limits);
   std::string in(kReadSize, '\0');
   std::size_t len = 0;   // in[0, len) is input not yet run, from a command's start

@@ -405,3 +405,13 @@ TEST_CASE("beyond --max-connections a connection is closed and SIGUSR1 dumps the
   CHECK_THAT(log, Catch::Contains("refused 1 connection: 1 open"));
   CHECK_THAT(log, Catch::Contains("'kv-acceptor': parked (io accept)"));
 }
+
+TEST_CASE("an out-of-range --commit-window stops the start with a message naming it",
+          "[kv][integration]") {
+  int status = 0;
+  const std::string out = kvtest::shell(
+      std::string(SPINDLE_KV_BIN) + " --dir /nonexistent --commit-window 2000000 2>&1", &status);
+  INFO(out);
+  CHECK(status != 0);
+  CHECK(out.find("--commit-window") != std::string::npos);
+}

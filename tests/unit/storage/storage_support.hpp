@@ -4,11 +4,9 @@
 #pragma once
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cstddef>
 #include <filesystem>
 #include <span>
@@ -17,35 +15,9 @@
 #include <vector>
 
 #include "runtime_harness.hpp"
+#include "temp_dir.hpp"
 
 namespace spindle::test {
-
-// A fresh directory under $TMPDIR, or /tmp (mkdtemp), removed with
-// everything in it. TMPDIR picks the file system the storage tests run on.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/spindle-storage-XXXXXX";
-    const char* p = ::mkdtemp(tmpl.data());
-    REQUIRE(p != nullptr);
-    path_ = p;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  // A new, not yet existing subdirectory: one per runtime run of a test body.
-  std::filesystem::path fresh() { return path_ / ("run" + std::to_string(next_++)); }
-
- private:
-  std::filesystem::path path_;
-  std::atomic<int> next_{0};
-};
 
 inline std::span<const std::byte> bytes(std::string_view s) {
   return std::as_bytes(std::span(s.data(), s.size()));
