@@ -78,7 +78,8 @@ class Log {
   void start(std::chrono::nanoseconds window);
 
   // A client of the log (a connection whose replies wait for it), counted for
-  // the round's window while this guard lives. Movable; fiber-only.
+  // the round's window while this guard lives, which must end before the
+  // log's. Movable; fiber-only.
   class Client {
    public:
     explicit Client(Log& log);
