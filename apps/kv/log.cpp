@@ -380,16 +380,15 @@ std::uint64_t Log::append_expire(std::string_view key, UnixMs expire_at) {
 }
 std::uint64_t Log::append_flush() { return append_locked('F', {}, {}, 0, false, false); }
 
-Log::Client::Client(Log& log) : log_(&log) {
-  std::lock_guard<spindle::Mutex> lock(log.mutex_);
-  ++log.clients_;
+Log::Client::Client(Log& log) : log_(log) {
+  std::lock_guard<spindle::Mutex> lock(log_.mutex_);
+  ++log_.clients_;
 }
 
 Log::Client::~Client() {
-  if (!log_) return;
-  std::lock_guard<spindle::Mutex> lock(log_->mutex_);
-  --log_->clients_;
-  if (log_->in_window_) log_->work_.notify_one();
+  std::lock_guard<spindle::Mutex> lock(log_.mutex_);
+  --log_.clients_;
+  if (log_.in_window_) log_.work_.notify_one();
 }
 
 spindle::Result<void> Log::wait(std::uint64_t seq) {

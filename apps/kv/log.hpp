@@ -71,24 +71,21 @@ class Log {
   ~Log();
 
   // Spawns the committer (and, with kEverysec, the once-a-second syncer).
-  // `window`: after a round whose write released two clients or more, so
-  // that others are likely to append soon, the next round stays open up to
-  // this long before it writes, and closes as soon as every client waits (no
-  // one else can append). Zero: a round writes at once.
+  // `window`: the commit window (see above); zero: a round writes at once.
   void start(std::chrono::nanoseconds window);
 
   // A client of the log (a connection whose replies wait for it), counted for
   // the round's window while this guard lives, which must end before the
-  // log's. Movable; fiber-only.
+  // log's. Fiber-only.
   class Client {
    public:
     explicit Client(Log& log);
-    Client(Client&& o) noexcept : log_(std::exchange(o.log_, nullptr)) {}
-    Client& operator=(Client&&) = delete;
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
     ~Client();
 
    private:
-    Log* log_;
+    Log& log_;
   };
 
   // Appends a record; called with db.mutex() held, so that the log's order
