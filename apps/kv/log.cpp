@@ -412,9 +412,15 @@ void Log::release_locked() noexcept {
 void Log::hold_window(std::unique_lock<spindle::Mutex>& lock) {
   if (window_.count() == 0 || released_ < 2) return;
   in_window_ = true;
-  // An abort ends the window early; the round is written all the same.
-  (void)work_.wait_until(lock, spindle::Clock::now() + window_,
-                         [&] { return waiting_ >= clients_ || stopping_; });
+  // Each client still out sends at least one request before it waits: its
+  // worker lets their completions gather rather than wake for each. An abort
+  // ends the window early; the round is written all the same.
+  const spindle::Deadline end = spindle::Clock::now() + window_;
+  while (waiting_ < clients_ && !stopping_) {
+    spindle::this_fiber::expect_completions(clients_ - waiting_, end);
+    auto notified = work_.wait_until(lock, end);
+    if (!notified || !*notified) break;
+  }
   in_window_ = false;
 }
 

@@ -15,7 +15,10 @@
 // then likely to send their next change within the window, and every write
 // saved is a sync (kAlways) or, where the file system has no asynchronous
 // buffered writes (ext4), a hand-off to an io-wq thread. A lone client, or one
-// whose peers all wait, never waits for the window.
+// whose peers all wait, never waits for the window. While it holds a round
+// open, the committer tells its worker how many clients are still out
+// (this_fiber::expect_completions): the worker then wakes once for their
+// requests, not once for each.
 //
 // Record: u32 payload length, u32 CRC-32C of the payload (both little
 // endian), then the payload, whose first byte says what it is:

@@ -36,6 +36,12 @@ Result<void> yield_to_io() {
   return yield();
 }
 
+void expect_completions(std::size_t count, Deadline deadline) noexcept {
+  detail::Fiber* f = detail::current_fiber();
+  if (!f || count <= 1 || deadline <= Clock::now()) return;
+  detail::current_worker()->expect_completions(f, count, deadline);
+}
+
 Result<void> sleep_until(Deadline deadline) {
   detail::Fiber* f = detail::current_fiber();
   if (!f) {

@@ -211,6 +211,7 @@ void Worker::exit(Fiber* f) noexcept {
 }
 
 void Worker::arrive(Fiber* self) noexcept {
+  if (self == expecting_fiber_) expecting_fiber_ = nullptr;
   if (Suspend* s = std::exchange(arriving_, nullptr)) {
     current_ = nullptr;
     complete_switch(*s);
@@ -625,6 +626,7 @@ std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
 void Worker::park() noexcept {
   release_retired();
   auto timeout = park_timeout();
+  Fiber* const expecting = std::exchange(expecting_fiber_, nullptr);
   parker_.clear();
   if (kind_ == Kind::kPool) scheduler_.idle.set_idle(index_);
   full_fence();
@@ -637,9 +639,16 @@ void Worker::park() noexcept {
     }
     if (ring_.pending() > 0) {
       // I/O in flight: block in the ring, so completions end the wait too.
+      std::size_t completions = 1;
+      if (expecting != nullptr) {
+        const auto left = std::max<std::chrono::nanoseconds>(expected_by_ - Clock::now(),
+                                                             std::chrono::nanoseconds::zero());
+        if (!timeout || left < *timeout) timeout = left;
+        completions = expected_completions_;
+      }
       wake_source_.arm(ring_);
       if (parker_.arm_eventfd()) {
-        ring_.wait(timeout);
+        ring_.wait(timeout, completions);
         parker_.disarm();
       }
       wake_source_.consume();

@@ -165,6 +165,15 @@ class Worker {
   // Fiber control blocks allocated and freed on this worker.
   BlockCache& blocks() noexcept { return blocks_; }
 
+  // this_fiber::expect_completions() for `f`, the fiber running here: the
+  // next park with I/O in flight waits for `count` completions, until
+  // `deadline` at the latest. Lapses when the worker parks or `f` resumes here.
+  void expect_completions(Fiber* f, std::size_t count, Deadline deadline) noexcept {
+    expecting_fiber_ = f;
+    expected_completions_ = count;
+    expected_by_ = deadline;
+  }
+
   // Any thread: a park with a timer here ended another way.
   void note_timer_stale() noexcept { timers_.note_stale(); }
 
@@ -270,6 +279,10 @@ class Worker {
   Deadline watch_start_{};
   std::chrono::nanoseconds watch_interval_;
   std::array<std::uint64_t, 64> watch_turns_{};
+  // expect_completions(): the fiber that asked (null: none), and its hint.
+  Fiber* expecting_fiber_ = nullptr;
+  std::size_t expected_completions_ = 0;
+  Deadline expected_by_{};
   Fiber* dedicated_root_ = nullptr;
   bool dedicated_done_ = false;
   std::uint64_t id_next_ = 0;

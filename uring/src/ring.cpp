@@ -271,7 +271,8 @@ std::size_t Ring::service() noexcept {
   return dispatch();
 }
 
-std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout) noexcept {
+std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout,
+                       std::size_t completions) noexcept {
   SPINDLE_ASSERT(!dispatching_, "wait() called from a completion handler");
   stage_cancels();
   __kernel_timespec ts{};
@@ -286,8 +287,12 @@ std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout) noexcept
   // io_uring_enter itself instead of queueing an IORING_OP_TIMEOUT SQE. The
   // return value may be positive (SQEs submitted) with no CQE; dispatch() looks
   // at the CQ ring regardless.
+  // The thread sleeps in the kernel until wait_nr CQEs are ready, not
+  // through each one.
+  const auto wait_nr = static_cast<unsigned>(
+      std::clamp<std::size_t>(completions, 1, std::max<std::size_t>(in_flight_, 1)));
   io_uring_cqe* cqe = nullptr;
-  check_enter_result(io_uring_submit_and_wait_timeout(&ring_, &cqe, 1, tsp, nullptr));
+  check_enter_result(io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, tsp, nullptr));
   return dispatch();
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime_harness.hpp"
@@ -74,6 +75,78 @@ TEST_CASE("yield_to_io runs the fibers whose operations completed first", "[io]"
         CHECK(read);
         CHECK(c == 'x');
         CHECK(reader.join().value().value() == 1);
+      },
+      {1});
+}
+
+TEST_CASE("expect_completions holds the worker's wake for the count or the deadline", "[io]") {
+  spindle::test::on_workers(
+      [] {
+        using spindle::Clock;
+        Pipe a, b;
+        std::array<char, 4> abuf{}, bbuf{};
+        // Each reader returns when its read came back to it.
+        auto reader = [](Pipe& p, std::array<char, 4>& buf) {
+          return spindle::spawn([&p, &buf] {
+            CHECK(ring_read(p.r, buf.data(), 4).value_or(-1) == 4);
+            return Clock::now();
+          });
+        };
+        std::atomic<bool> a_done{false};
+
+        // One of two reads completes: its fiber resumes at the deadline.
+        auto ra = reader(a, abuf);
+        auto rb = reader(b, bbuf);
+        REQUIRE(tf::yield());  // both post their reads and park
+        std::thread first([&] {
+          std::this_thread::sleep_for(20ms);
+          CHECK(::write(a.w, "ping", 4) == 4);
+        });
+        const auto deadline = Clock::now() + 200ms;
+        tf::expect_completions(2, deadline);
+        CHECK(ra.join().value() >= deadline);
+        first.join();  // done long before the deadline
+        REQUIRE(::write(b.w, "ping", 4) == 4);
+        REQUIRE(rb.join());
+
+        // Both complete: the first resumes only once the second is in.
+        ra = reader(a, abuf);
+        rb = reader(b, bbuf);
+        REQUIRE(tf::yield());
+        std::atomic<Clock::time_point> second_written{};
+        std::thread both([&] {
+          std::this_thread::sleep_for(20ms);
+          CHECK(::write(a.w, "ping", 4) == 4);
+          std::this_thread::sleep_for(20ms);
+          second_written = Clock::now();
+          CHECK(::write(b.w, "ping", 4) == 4);
+        });
+        const auto start = Clock::now();
+        tf::expect_completions(2, start + 10s);
+        const auto a_resumed = ra.join().value();
+        REQUIRE(rb.join());
+        both.join();
+        CHECK(a_resumed >= second_written.load());
+        CHECK(a_resumed - start < 5s);
+
+        // The hint has lapsed: each completion wakes the worker again.
+        ra = spindle::spawn([&] {
+          CHECK(ring_read(a.r, abuf.data(), 4).value_or(-1) == 4);
+          a_done = true;
+          return Clock::now();
+        });
+        rb = reader(b, bbuf);
+        REQUIRE(tf::yield());
+        std::thread in_turn([&] {
+          CHECK(::write(a.w, "ping", 4) == 4);
+          const auto give_up = Clock::now() + 10s;
+          while (!a_done && Clock::now() < give_up) std::this_thread::sleep_for(1ms);
+          CHECK(a_done);  // resumed before the second read completed
+          CHECK(::write(b.w, "ping", 4) == 4);
+        });
+        REQUIRE(ra.join());
+        REQUIRE(rb.join());
+        in_turn.join();
       },
       {1});
 }

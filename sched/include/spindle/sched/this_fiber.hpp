@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 #include "spindle/base/result.hpp"
@@ -25,6 +26,19 @@ Result<void> yield();
 // fiber is aborted. Plain thread: std::this_thread::yield.
 // Suspends: for a NOP through the worker's ring, then as yield().
 Result<void> yield_to_io();
+
+// A hint for batching, given just before the fiber parks to wait for others'
+// requests: the next time its worker runs out of ready fibers with I/O in
+// flight, it sleeps until `count` of those operations have completed (all of
+// them, if fewer are in flight), until `deadline`, or until its next timer,
+// instead of waking for each completion. A group commit holding a write open
+// for clients still on their way calls it with the number of clients it
+// expects: their requests then arrive in one wake, as they would to a server
+// that sleeps in fsync. Meanwhile any completion, and a wake from another
+// thread, waits as well, at most until `deadline`. The hint lapses at that
+// park, or when the fiber resumes on this worker first; count <= 1 or a
+// deadline already passed has no effect. Never suspends. Plain thread: no-op.
+void expect_completions(std::size_t count, Deadline deadline) noexcept;
 
 // Parks the fiber until `deadline` (steady clock). A deadline already passed
 // returns at once. Returns errc::aborted, early, if the fiber is aborted

@@ -67,10 +67,11 @@ class Ring {
   // list). Returns the CQEs handled.
   std::size_t service() noexcept;
 
-  // Like service(), but blocks until at least one CQE arrives or `timeout`
-  // passes (no timeout: wait indefinitely). Uses the EXT_ARG timeout, never a
-  // timeout SQE.
-  std::size_t wait(std::optional<std::chrono::nanoseconds> timeout) noexcept;
+  // Like service(), but blocks until `completions` CQEs are ready (at most as
+  // many as operations are in flight, at least one) or `timeout` passes (no
+  // timeout: wait indefinitely). Uses the EXT_ARG timeout, never a timeout SQE.
+  std::size_t wait(std::optional<std::chrono::nanoseconds> timeout,
+                   std::size_t completions = 1) noexcept;
 
   // An SQE for an uncapped internal request whose user_data is `c`; flushes the
   // SQ first if it is full. Submitted by the next service() or wait().
