@@ -3,7 +3,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -25,11 +24,13 @@
 #include "spindle/storage/crc32c.hpp"
 #include "spindle/storage/header.hpp"
 #include "spindle/storage/partition.hpp"
+#include "temp_dir.hpp"
 
 using spindle::test::Client;
 using spindle::test::Ms;
 using spindle::test::run_program;
 using spindle::test::Server;
+using spindle::test::TempDir;
 
 namespace {
 
@@ -71,27 +72,6 @@ class Listener {
  private:
   int fd_ = -1;
   int port_ = 0;
-};
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp ? tmp : "/tmp") + "/spindle-examples-XXXXXX";
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
 };
 
 // The "<name> <crc>" lines of spindle-example-checksum's output.

@@ -9,7 +9,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "skip.hpp"
+#include "temp_dir.hpp"
 
 namespace kvtest {
 
@@ -37,22 +38,7 @@ inline void require_redis_cli() {
   if (!have_program("redis-cli")) SPINDLE_SKIP("redis-cli is not installed (Debian: redis-tools)");
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/spindle-kv-test-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using spindle::test::TempDir;
 
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
