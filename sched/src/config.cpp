@@ -38,6 +38,7 @@ void Config::validate() {
   if (ring_entries > kMaxRingEntries)
     invalid(fmt::format("ring_entries ({}) must be at most {}", ring_entries, kMaxRingEntries));
   ring_entries = std::bit_ceil(ring_entries);
+  if (max_io_in_flight == 0) invalid("max_io_in_flight must be nonzero");
   if (stack_size < kMinStack || stack_size > kMaxStack)
     invalid(fmt::format("stack_size ({}) must be between {} and {} bytes", stack_size, kMinStack,
                         kMaxStack));

@@ -1,6 +1,11 @@
 #include <liburing.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
+
+#include <fmt/format.h>
 
 #include "coarse_clock.hpp"
 #include "io_request.hpp"
@@ -50,6 +55,27 @@ void publish_io(void* arg) noexcept {
   }
 }
 
+// Counts an operation refused because worker `w` has `limit` in flight, and
+// says so on stderr at most once a second (process-wide). Any worker.
+void refuse_over_limit(const Worker& w, std::size_t limit) noexcept {
+  count(Stat::kIoLimitRefusals);
+  static std::atomic<std::uint64_t> refused{0};
+  static std::atomic<std::uint64_t> reported_ms{0};
+  refused.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t now = coarse_now_ms();
+  std::uint64_t last = reported_ms.load(std::memory_order_relaxed);
+  if ((last != 0 && now - last < 1000) ||
+      !reported_ms.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    return;
+  }
+  const std::uint64_t n = refused.exchange(0, std::memory_order_relaxed);
+  fmt::print(stderr,
+             "spindle: worker {} has {} I/O operations in flight, as many as "
+             "Config::max_io_in_flight allows; refused {} operation{} with errc::io_limit\n",
+             w.index(), limit, n, n == 1 ? "" : "s");
+  std::fflush(stderr);
+}
+
 }  // namespace
 
 IoRequest::IoRequest(PrepareFn fn, void* ctx, bool c) noexcept
@@ -95,6 +121,13 @@ Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options) {
     if (options.deadline != kNoDeadline && !surely_ahead(options.deadline) &&
         options.deadline <= Clock::now()) {
       return failure(errc::timed_out);
+    }
+    // The operation goes to the ring of the worker this fiber parks on: this one.
+    Worker* w = current_worker();
+    if (const std::size_t limit = f->scheduler().config.max_io_in_flight;
+        w->ring().in_flight() >= limit) {
+      refuse_over_limit(*w, limit);
+      return failure(errc::io_limit);
     }
     IoRequest r(prepare, ctx, options.cancellable);
     r.fiber = f;

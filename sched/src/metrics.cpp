@@ -327,7 +327,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
       return static_cast<double>(static_cast<std::int64_t>(total[static_cast<std::size_t>(s)]));
     };
 
-    sample(family("runtime_pending_operations", "io_uring operations in flight or queued.",
+    sample(family("runtime_pending_operations", "io_uring operations in flight.",
                   MetricType::Gauge),
            gauge(Stat::kPendingOperations));
     auto& parks = family("runtime_worker_parks_total",
@@ -372,6 +372,10 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
          Stat::kInboundBandwidth},
         {"runtime_outbound_bandwidth_total", "Bytes sent over TCP.", MetricType::Counter,
          Stat::kOutboundBandwidth},
+        {"runtime_io_limit_refusals_total",
+         "I/O operations refused with errc::io_limit: their worker had Config::max_io_in_flight "
+         "in flight.",
+         MetricType::Counter, Stat::kIoLimitRefusals},
     };
     for (const Plain& p : kPlain) {
       sample(family(p.name, p.help, p.type),

@@ -1,5 +1,5 @@
-// Stress: a cancellation storm. 10,000 fibers park in a ring read (more than
-// the rings' in-flight cap, so many wait in the FIFO overflow queue) while
+// Stress: a cancellation storm. 10,000 fibers park in a ring read (ten times
+// a ring's size, all of them in flight at once) while
 // racer fibers, in seeded random order over 2 workers, write the data some of
 // them wait for and abort them, often both at once. Afterwards nothing may be
 // left behind (fds, pending operations, running tasks), and no message may be
@@ -43,7 +43,7 @@ std::uint64_t test_seed() {
 
 #if defined(SPINDLE_TSAN)
 // TSan keeps per-fiber state far larger than a fiber (and runs them ~10x
-// slower): fewer readers, still more than both rings' in-flight caps.
+// slower): fewer readers, still more than both rings' sizes.
 constexpr std::size_t kReaders = 3'000;
 constexpr auto kDeadline = 240s;
 #else
@@ -157,8 +157,7 @@ TEST_CASE("stress: 10000 aborts racing read completions lose no data and leak no
             }
           }));
         }
-        // Every reader is parked in its operation (in flight, or queued
-        // behind the in-flight cap) before the storm starts.
+        // Every reader is parked in its operation before the storm starts.
         REQUIRE(spindle::test::eventually([&] {
           return started.load() == kReaders &&
                  metric("runtime_pending_operations") >= static_cast<double>(kReaders);

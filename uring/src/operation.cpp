@@ -1,4 +1,4 @@
-// Operation: the Completion record of one capped I/O request. The state machine
+// Operation: the Completion record of one I/O request. The state machine
 // itself lives in ring.cpp; this file only routes an operation's CQE there.
 
 #include "spindle/uring/operation.hpp"

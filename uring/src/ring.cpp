@@ -10,10 +10,12 @@
 // record lives, unmoved, on the parked fiber's stack until its on_complete runs,
 // and the ring guarantees that nothing refers to it after that.
 //
-// An operation goes kIdle -> (kQueued ->) kInFlight -> kIdle:
-//  1. submit(): if fewer than entries() operations are in flight and nobody is
-//     waiting, prepare() it now (SQE filled, user_data set, kInFlight, counted);
-//     otherwise append it to the FIFO (kQueued). Nothing enters the kernel yet.
+// An operation goes kIdle -> kInFlight -> kIdle:
+//  1. submit(): prepare() it now (SQE filled, user_data set, kInFlight,
+//     counted). Nothing enters the kernel yet. There is no cap on operations in
+//     flight: an operation that waits for ever (an idle connection's RECV)
+//     holds kernel memory, not a slot that new work would queue behind. When
+//     the SQ is full, the staged SQEs go to the kernel first (sqe()).
 //  2. service() / wait(): stage the requested cancels, then make ONE
 //     io_uring_enter that submits every staged SQE and collects completions
 //     (DEFER_TASKRUN runs completion work only there, on this thread).
@@ -21,14 +23,12 @@
 //     then hand each copy to its record. Copying first makes handlers free to
 //     submit, cancel and re-submit (even the operation being completed): nothing
 //     they do can disturb the iteration, and the CQ space is returned at once.
-//  4. After dispatching, admit FIFO operations, oldest first, into the freed
-//     slots; they enter the kernel at the next service() / wait().
+//     More completions than the CQ holds wait in the kernel's overflow list
+//     (IORING_FEAT_NODROP, required at setup); peeking an empty CQ flushes it.
 //
 // Cancellation keeps the promise "on_complete runs only when the kernel holds no
 // reference to the operation or its buffers":
-//  - a kQueued operation never reached the kernel: cancel() unlinks it and
-//    completes it at once with -ECANCELED;
-//  - a kInFlight operation is put on the cancel list; the next service()/wait()
+//  - an operation is put on the cancel list; the next service()/wait()
 //    stages an ASYNC_CANCEL for it (cancel_in_kernel_). The operation still ends
 //    only through its own CQE (-ECANCELED or its real result, whichever the
 //    kernel produced), and if a cancel was staged, only once the cancel's CQE has
@@ -52,8 +52,12 @@
 //    end: the CQ stays full while handlers run, and anything a handler reaches
 //    that looks at the CQ sees the same CQEs again. Copying a small batch out
 //    first costs a few stores and makes handlers unable to disturb iteration.
-//  - Counting cancels against the in-flight cap: a cancel must never wait behind
-//    the operations it is meant to unblock.
+//  - A cap on operations in flight (the SQ size) with a FIFO for the rest:
+//    every idle connection holds a RECV for as long as it is idle, so once the
+//    cap's worth of them wait, every new operation (the next accept, a cancel
+//    of one of them) queues behind operations that may never complete. The
+//    CQ is what the cap protected, and IORING_FEAT_NODROP already keeps the
+//    completions it cannot hold.
 //
 // Thread-safety: everything here is worker-affine. The kernel enforces it too:
 // with IORING_SETUP_SINGLE_ISSUER, io_uring_enter from another thread fails with
@@ -128,6 +132,10 @@ void check_enter_result(int ret) noexcept {
                ret == -EEXIST
                    ? " (the ring was used from a thread other than the one that created it; "
                      "rings are IORING_SETUP_SINGLE_ISSUER)"
+               : ret == -EBADR
+                   ? " (the kernel dropped completions: its completion queue was full and it "
+                     "could not allocate memory to hold more; the operations they belonged "
+                     "to can never end)"
                    : "");
   std::fflush(stderr);
   std::abort();
@@ -191,7 +199,6 @@ Ring::~Ring() {
 // return; so cancel everything and wait for every operation's completion here.
 void Ring::drain_for_destruction() noexcept {
   closing_ = true;
-  while (fifo_head_ != nullptr) cancel(fifo_head_);
   if (in_flight_ != 0) {
     // Per-operation cancels need the list of in-flight operations, which the
     // ring does not keep; one CANCEL_ANY reaches them all (and internal
@@ -208,7 +215,7 @@ void Ring::drain_for_destruction() noexcept {
 void Ring::submit(Operation* op) noexcept {
   SPINDLE_ASSERT(op != nullptr);
   SPINDLE_ASSERT(op->state_ == Operation::State::kIdle,
-                 "submit() of an operation that is already queued or in flight");
+                 "submit() of an operation that is already in flight");
   SPINDLE_ASSERT(!closing_, "submit() on a ring that is being destroyed");
   op->ring_ = this;
   op->next_ = nullptr;
@@ -219,12 +226,7 @@ void Ring::submit(Operation* op) noexcept {
   op->cancel_listed_ = false;
   op->cancel_in_kernel_ = false;
   op->own_cqe_ = false;
-  // FIFO order: a slot freed while others wait belongs to the oldest waiter.
-  if (fifo_head_ == nullptr && in_flight_ < entries_) {
-    prepare(op);
-  } else {
-    fifo_push(op);
-  }
+  prepare(op);
 }
 
 void Ring::cancel(Operation* op) noexcept {
@@ -232,17 +234,6 @@ void Ring::cancel(Operation* op) noexcept {
   switch (op->state_) {
     case Operation::State::kIdle:
       return;
-    case Operation::State::kQueued: {
-      SPINDLE_ASSERT(op->ring_ == this, "cancel() on a ring the operation was not submitted to");
-      fifo_unlink(op);
-      op->state_ = Operation::State::kIdle;
-      op->cancel_requested_ = true;
-      const bool was_dispatching = dispatching_;
-      dispatching_ = true;  // the handler runs under the same rules as in dispatch()
-      op->on_complete_(op, -ECANCELED, 0);
-      dispatching_ = was_dispatching;
-      return;
-    }
     case Operation::State::kInFlight:
       SPINDLE_ASSERT(op->ring_ == this, "cancel() on a ring the operation was not submitted to");
       if (op->cancel_requested_) return;
@@ -315,14 +306,6 @@ void Ring::prepare(Operation* op) noexcept {
   ++in_flight_;
 }
 
-void Ring::admit_queued() noexcept {
-  while (fifo_head_ != nullptr && in_flight_ < entries_) {
-    Operation* op = fifo_head_;
-    fifo_unlink(op);
-    prepare(op);
-  }
-}
-
 void Ring::stage_cancels() noexcept {
   while (cancel_head_ != nullptr) {
     Operation* op = cancel_head_;
@@ -377,7 +360,6 @@ std::size_t Ring::dispatch() noexcept {
     handled += n;
   }
   dispatching_ = false;
-  admit_queued();
   return handled;
 }
 
@@ -434,8 +416,8 @@ void Ring::finish(Operation* op) noexcept {
 io_uring_sqe* Ring::sqe() noexcept {
   io_uring_sqe* s = io_uring_get_sqe(&ring_);
   if (s == nullptr) {
-    // The SQ holds entries() SQEs, but cancels and internal requests are not
-    // capped, so it can fill: hand what is staged to the kernel and go on.
+    // The SQ holds entries() SQEs: hand what is staged to the kernel and go
+    // on. SUBMIT_ALL makes the kernel take all of them.
     const int ret = io_uring_submit(&ring_);
     if (ret < 0) {
       std::fprintf(stderr, "spindle: flushing a full io_uring SQ failed: %s\n",
@@ -448,35 +430,6 @@ io_uring_sqe* Ring::sqe() noexcept {
   // hand must not inherit the previous request's.
   std::memset(s, 0, sizeof(*s));
   return s;
-}
-
-void Ring::fifo_push(Operation* op) noexcept {
-  op->state_ = Operation::State::kQueued;
-  op->next_ = nullptr;
-  op->prev_ = fifo_tail_;
-  if (fifo_tail_ != nullptr) {
-    fifo_tail_->next_ = op;
-  } else {
-    fifo_head_ = op;
-  }
-  fifo_tail_ = op;
-  ++queued_;
-}
-
-void Ring::fifo_unlink(Operation* op) noexcept {
-  if (op->prev_ != nullptr) {
-    op->prev_->next_ = op->next_;
-  } else {
-    fifo_head_ = op->next_;
-  }
-  if (op->next_ != nullptr) {
-    op->next_->prev_ = op->prev_;
-  } else {
-    fifo_tail_ = op->prev_;
-  }
-  op->next_ = nullptr;
-  op->prev_ = nullptr;
-  --queued_;
 }
 
 void Ring::cancel_list_unlink(Operation* op) noexcept {

@@ -40,6 +40,7 @@ TEST_CASE("invalid configuration is rejected with a message naming the setting",
   require_rejected(Config{.global_queue_interval = 0}, "global_queue_interval");
   require_rejected(Config{.ring_entries = 0}, "ring_entries");
   require_rejected(Config{.ring_entries = 32769}, "ring_entries");
+  require_rejected(Config{.max_io_in_flight = 0}, "max_io_in_flight");
   require_rejected(Config{.timeout_wheel_tick = std::chrono::nanoseconds(0)}, "timeout_wheel_tick");
   require_rejected(Config{.stack_size = 4096}, "stack_size");
   require_rejected(Config{.stack_size = std::size_t{2} << 30}, "stack_size");

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "exposition.hpp"
 #include "runtime_harness.hpp"
 
 using namespace std::chrono_literals;
@@ -261,25 +262,34 @@ TEST_CASE("an aborted fiber's cancellable op fails at once, its write still comp
   });
 }
 
-TEST_CASE("operations beyond the ring's in-flight cap wait their turn and all complete",
-          "[io]") {
-  spindle::test::on_workers(
+TEST_CASE("an operation beyond max_io_in_flight fails at once with io_limit", "[io]") {
+  spindle::test::run(
       [] {
-        constexpr int kPipes = 32;
-        std::vector<std::unique_ptr<Pipe>> pipes;
-        for (int i = 0; i < kPipes; ++i) pipes.push_back(std::make_unique<Pipe>());
+        constexpr int kLimit = 4;
+        std::array<Pipe, kLimit> pipes;
+        std::array<std::array<char, 4>, kLimit> bufs{};
         std::vector<spindle::JoinHandle<int>> readers;
-        std::vector<std::array<char, 4>> bufs(kPipes);
-        for (int i = 0; i < kPipes; ++i) {
+        for (int i = 0; i < kLimit; ++i) {
           readers.push_back(spindle::spawn([&, i] {
-            return ring_read(pipes[i]->r, bufs[i].data(), 4).value();
+            return ring_read(pipes[i].r, bufs[i].data(), 4).value();
           }));
         }
-        (void)tf::sleep_for(2ms);
-        for (int i = 0; i < kPipes; ++i) REQUIRE(::write(pipes[i]->w, "ping", 4) == 4);
-        for (auto& h : readers) CHECK(h.join().value() == 4);
+        (void)tf::sleep_for(2ms);  // one worker: every reader is parked in its read
+        Pipe extra;
+        char buf[4];
+        CHECK(ring_read(extra.r, buf, 4).error() == errc::io_limit);
+        CHECK(spindle::test::metric_value(spindle::current_runtime().metrics_text(),
+                                          "runtime_io_limit_refusals_total") == 1.0);
+        // Once one read ends, there is room again.
+        REQUIRE(::write(pipes[0].w, "ping", 4) == 4);
+        CHECK(readers[0].join().value() == 4);
+        REQUIRE(::write(extra.w, "pong", 4) == 4);
+        CHECK(ring_read(extra.r, buf, 4).value() == 4);
+        CHECK(std::string(buf, 4) == "pong");
+        for (int i = 1; i < kLimit; ++i) REQUIRE(::write(pipes[i].w, "ping", 4) == 4);
+        for (int i = 1; i < kLimit; ++i) CHECK(readers[i].join().value() == 4);
       },
-      {1, 2}, spindle::Config{.ring_entries = 4});
+      spindle::Config{.workers = 1, .max_io_in_flight = 4});
 }
 
 TEST_CASE("many concurrent ring ops from many fibers", "[io]") {

@@ -20,6 +20,7 @@ enum class errc : int {
   partition_invalid,    // storage: a partition name outside [A-Za-z0-9_-]+
   partition_corrupt,    // storage: a partition holds an entry that is not a blob
   insufficient_length,  // storage: a read reaches past the end of the blob
+  io_limit,             // the worker has Config::max_io_in_flight operations in flight
 };
 
 namespace detail {
@@ -40,6 +41,8 @@ class ErrcCategory final : public std::error_category {
       case errc::partition_invalid: return "partition name invalid";
       case errc::partition_corrupt: return "partition corrupt";
       case errc::insufficient_length: return "read past the end of the blob";
+      case errc::io_limit:
+        return "too many I/O operations in flight on one worker (Config::max_io_in_flight)";
     }
     return "unknown spindle error";
   }

@@ -30,9 +30,15 @@ struct Config {
   std::size_t workers = 2;
   // A busy worker looks at the global queue first every this many picks. Nonzero.
   std::uint32_t global_queue_interval = 31;
-  // Per-worker io_uring size and in-flight operation cap; rounded up to a power
-  // of two, at most 32768.
+  // Per-worker io_uring submission queue size: the operations one
+  // io_uring_enter hands to the kernel (more are handed over early); rounded
+  // up to a power of two, at most 32768. Not a cap on operations in flight.
   std::uint32_t ring_entries = 1024;
+  // Per-worker cap on I/O operations in flight (each an io_op, an idle
+  // connection's read among them; each holds kernel memory until it ends).
+  // One more fails at once with errc::io_limit, and the runtime says so on
+  // stderr (at most once a second). Nonzero.
+  std::size_t max_io_in_flight = std::size_t{1} << 20;
   // Granularity of operation deadlines (the timing wheel's tick). Nonzero.
   std::chrono::nanoseconds timeout_wheel_tick = std::chrono::milliseconds(5);
   // Usable bytes of each fiber stack (virtual; committed as touched), rounded

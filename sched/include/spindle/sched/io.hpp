@@ -35,14 +35,15 @@ using IoPrepareFn = void (*)(void* ctx, io_uring_sqe* sqe) noexcept;
 Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options);
 }  // namespace detail
 
-// Prepares one SQE with `prepare(io_uring_sqe*)` (possibly later than the
-// call, when the ring has a free slot; and again if the kernel answers EINTR,
-// or EAGAIN after a yield) and parks the fiber until its CQE. Use blocking fds:
-// io_uring waits for readiness itself, but honours O_NONBLOCK with EAGAIN. Returns the CQE's result (>= 0),
-// or: the errno in std::system_category; errc::timed_out; errc::aborted if the
-// fiber is aborted (at once if it already was; a cancellable operation in
-// flight is cancelled first). Never returns while the kernel may still use
-// the buffers `prepare` handed it. Fiber-only.
+// Prepares one SQE with `prepare(io_uring_sqe*)` (again if the kernel answers
+// EINTR, or EAGAIN after a yield) and parks the fiber until its CQE. Use
+// blocking fds: io_uring waits for readiness itself, but honours O_NONBLOCK
+// with EAGAIN. Returns the CQE's result (>= 0), or: the errno in
+// std::system_category; errc::timed_out; errc::aborted if the fiber is aborted
+// (at once if it already was; a cancellable operation in flight is cancelled
+// first); errc::io_limit, at once, if the worker already has
+// Config::max_io_in_flight operations in flight. Never returns while the
+// kernel may still use the buffers `prepare` handed it. Fiber-only.
 // Suspends: until the operation's CQE arrives.
 template <class Prepare>
 Result<int> io_op(Prepare&& prepare, const IoOptions& options = {}) {

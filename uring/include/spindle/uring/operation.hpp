@@ -13,7 +13,7 @@ namespace spindle::uring {
 class Ring;
 
 // The target of an SQE's user_data. `handler` runs on the ring's thread when the
-// CQE is reaped. Used directly only for uncapped internal SQEs (the wake poll);
+// CQE is reaped. Used directly only for internal SQEs (the wake poll);
 // ordinary I/O goes through Operation. Worker-affine, like the ring it is used
 // with. Its address has bit 0 clear (pointer alignment): the ring tags cancel
 // CQEs with that bit.
@@ -27,8 +27,7 @@ struct Completion {
 // ring's thread from submit() until `on_complete` runs. The record must stay
 // alive and unmoved until then; spindle keeps it on the parked fiber's stack.
 //
-// `prepare` fills the SQE; it may run later than submit() (when the ring is at
-// its in-flight cap) and, for retried operations, more than once.
+// `prepare` fills the SQE, inside submit().
 // `on_complete` runs exactly once per submit(), on the ring's thread, when the
 // operation's own CQE has arrived and, if it was cancelled while in flight, the
 // cancel's CQE too: after it runs, the kernel holds no reference to the
@@ -41,7 +40,6 @@ class Operation : private Completion {
 
   enum class State : std::uint8_t {
     kIdle,      // not submitted, or completed
-    kQueued,    // waiting for an in-flight slot (FIFO)
     kInFlight,  // SQE staged or submitted; CQE not yet handled
   };
 
@@ -61,7 +59,7 @@ class Operation : private Completion {
   Prepare prepare_;
   OnComplete on_complete_;
   Ring* ring_ = nullptr;
-  Operation* next_ = nullptr;  // FIFO / cancel-list links, owned by ring_
+  Operation* next_ = nullptr;  // cancel-list links, owned by ring_
   Operation* prev_ = nullptr;
   int result_ = 0;
   std::uint32_t flags_ = 0;

@@ -1,5 +1,5 @@
-// Ring: one io_uring instance, its in-flight cap with FIFO overflow, batched
-// submission, CQE dispatch and cancellation.
+// Ring: one io_uring instance: batched submission, CQE dispatch and
+// cancellation, with no cap on operations in flight.
 // Worker-affine (see Ring). uring/ knows nothing of fibers: nothing here
 // suspends one. wait(), and the destructor while operations are pending,
 // block the calling thread; every other call returns without waiting.
@@ -17,8 +17,9 @@
 namespace spindle::uring {
 
 struct RingOptions {
-  // Submission queue size and the cap on operations in flight. A power of two
-  // in [1, 32768]. The completion queue is twice as large.
+  // Submission queue size: the SQEs one io_uring_enter hands to the kernel (a
+  // fuller SQ is submitted early). A power of two in [1, 32768]. The
+  // completion queue is twice as large. Neither caps the operations in flight.
   unsigned entries = 1024;
 };
 
@@ -26,9 +27,12 @@ struct RingOptions {
 // IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN; if the kernel refuses
 // that, IORING_SETUP_COOP_TASKRUN, with a note on stderr once per process).
 //
-// Invariant: at most entries() operations are in flight; the rest wait in FIFO
-// order and are prepared as slots free up. Cancel and internal SQEs (the wake
-// poll) do not count against the cap.
+// Operations in flight are bounded by memory alone: each submit() prepares its
+// SQE at once, and completions beyond the CQ's size wait in the kernel's
+// overflow list (IORING_FEAT_NODROP) until dispatch() makes room. If the kernel
+// cannot allocate that list it drops completions and io_uring_enter says
+// EBADR; the ring then aborts the process, naming the cause, since operations
+// would never end.
 //
 // Completion handlers (Operation's on_complete, Completion::handler) run inside
 // service(), wait() or cancel(); they may submit() and cancel() operations,
@@ -50,15 +54,13 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  // Queues `op` (which must be kIdle). Its SQE is prepared now if a slot is
-  // free, else later; it is handed to the kernel by the next service() or wait().
+  // Prepares the SQE of `op` (which must be kIdle) now; it is handed to the
+  // kernel by the next service() or wait(), or earlier if the SQ fills.
   void submit(Operation* op) noexcept;
 
-  // Requests cancellation of `op`. A queued op is removed and completed at once
-  // with -ECANCELED (its on_complete runs before cancel returns). An in-flight op
-  // gets an IORING_OP_ASYNC_CANCEL at the next service() or wait(); it still
-  // completes through its own CQE (with -ECANCELED or its real result). No-op
-  // for a kIdle op or a repeated cancel.
+  // Requests cancellation of `op`: an IORING_OP_ASYNC_CANCEL at the next
+  // service() or wait(); it still completes through its own CQE (with
+  // -ECANCELED or its real result). No-op for a kIdle op or a repeated cancel.
   void cancel(Operation* op) noexcept;
 
   // Stages pending cancels, submits every staged SQE and dispatches every
@@ -73,15 +75,15 @@ class Ring {
   std::size_t wait(std::optional<std::chrono::nanoseconds> timeout,
                    std::size_t completions = 1) noexcept;
 
-  // An SQE for an uncapped internal request whose user_data is `c`; flushes the
+  // An SQE for an internal request whose user_data is `c`; flushes the
   // SQ first if it is full. Submitted by the next service() or wait().
   io_uring_sqe* internal_sqe(Completion* c) noexcept;
 
-  // Operations submitted whose on_complete has not run yet (queued, in flight,
-  // or holding their own CQE while their cancel's CQE is outstanding); not
+  // Operations submitted whose on_complete has not run yet (in flight, or
+  // holding their own CQE while their cancel's CQE is outstanding); not
   // counting internal SQEs.
-  std::size_t pending() const noexcept { return in_flight_ + queued_ + awaiting_cancel_; }
-  // Operations holding an in-flight slot: prepared, own CQE not yet reaped.
+  std::size_t pending() const noexcept { return in_flight_ + awaiting_cancel_; }
+  // Operations prepared whose own CQE is not yet reaped.
   std::size_t in_flight() const noexcept { return in_flight_; }
   unsigned entries() const noexcept { return entries_; }
   bool defer_taskrun() const noexcept { return defer_taskrun_; }
@@ -90,15 +92,12 @@ class Ring {
  private:
   friend class Operation;
   void prepare(Operation* op) noexcept;  // into an SQE; op becomes kInFlight
-  void admit_queued() noexcept;          // prepare FIFO ops while slots are free
   void stage_cancels() noexcept;
   std::size_t dispatch() noexcept;
   void finish(Operation* op) noexcept;
   io_uring_sqe* sqe() noexcept;
   void on_op_cqe(Operation* op, int res, std::uint32_t flags) noexcept;
   void on_cancel_cqe(Operation* op, int res) noexcept;
-  void fifo_push(Operation* op) noexcept;
-  void fifo_unlink(Operation* op) noexcept;
   void cancel_list_unlink(Operation* op) noexcept;
   void drain_for_destruction() noexcept;
 
@@ -108,9 +107,8 @@ class Ring {
   bool dispatching_ = false;  // inside dispatch(): handlers may not service()/wait()
   bool closing_ = false;      // inside ~Ring(): no new submissions
   // Invariant: in_flight_ == number of kInFlight ops whose own CQE is not yet
-  // reaped, and in_flight_ <= entries_.
+  // reaped.
   std::size_t in_flight_ = 0;
-  std::size_t queued_ = 0;  // Invariant: == length of the FIFO
   // kInFlight ops whose own CQE was reaped but whose cancel's CQE was not.
   std::size_t awaiting_cancel_ = 0;
   // ASYNC_CANCEL SQEs staged or submitted whose CQE was not yet reaped.
@@ -118,10 +116,8 @@ class Ring {
   // Internal requests (internal_sqe) that have not yet posted their final CQE
   // (one without IORING_CQE_F_MORE).
   std::size_t internal_outstanding_ = 0;
-  Operation* fifo_head_ = nullptr;  // kQueued ops, oldest first
-  Operation* fifo_tail_ = nullptr;
-  // In-flight ops whose cancel is not yet staged (doubly linked through the
-  // same next_/prev_ as the FIFO: an op is never on both).
+  // In-flight ops whose cancel is not yet staged, doubly linked through their
+  // next_/prev_.
   Operation* cancel_head_ = nullptr;
 };
 

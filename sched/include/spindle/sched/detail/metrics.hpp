@@ -72,6 +72,7 @@ enum class Stat : std::uint8_t {
   kWorkerParks,
   kSteals,
   kPendingOperations,  // a gauge the worker stores after each ring service
+  kIoLimitRefusals,
   kCount,
 };
 inline constexpr std::size_t kStatCount = static_cast<std::size_t>(Stat::kCount);
