@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <system_error>
 #include <vector>
@@ -27,7 +28,8 @@ namespace spindle::perf {
 namespace {
 
 constexpr unsigned kBufferSize = 16 * 1024;  // as the spindle server's read buffer
-constexpr int kBacklog = 1024;               // as net::ListenOptions
+// As net::ListenOptions: as large as net.core.somaxconn allows.
+constexpr int kBacklog = std::numeric_limits<int>::max();
 
 enum Op : std::uint64_t { kAccept, kRecv, kSend };
 

@@ -1,6 +1,7 @@
 #include "accept_loop.hpp"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -39,6 +40,13 @@ class Throttle {
 
 std::string times(std::size_t n) { return n == 1 ? "" : fmt::format(" ({} times)", n); }
 
+// For a failure to get a descriptor, the limit it ran into.
+std::string descriptor_limit_hint(const std::error_code& e) {
+  rlimit rl{};
+  if (e != std::errc::too_many_files_open || ::getrlimit(RLIMIT_NOFILE, &rl) != 0) return "";
+  return fmt::format(" (RLIMIT_NOFILE is {})", rl.rlim_cur);
+}
+
 }  // namespace
 
 bool ConnectionLimit::try_take(std::optional<Slot>& out) noexcept {
@@ -60,8 +68,8 @@ void accept_loop(std::string_view program, net::TcpListener& listener, Connectio
       if (conn.error() == errc::aborted || this_fiber::aborted()) return;
       if (failed.note()) {
         const std::size_t n = failed.take();
-        fmt::print(stderr, "{}: accept: {}{}; retrying every 10 ms\n", program,
-                   conn.error().message(), times(n));
+        fmt::print(stderr, "{}: accept: {}{}{}; retrying every 10 ms\n", program,
+                   conn.error().message(), descriptor_limit_hint(conn.error()), times(n));
       }
       if (!this_fiber::sleep_for(10ms)) return;
       continue;

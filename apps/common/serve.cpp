@@ -10,6 +10,7 @@
 
 #include "accept_loop.hpp"
 #include "connection_set.hpp"
+#include "fd_limit.hpp"
 #include "listen.hpp"
 #include "stop_signal.hpp"
 
@@ -24,9 +25,9 @@ int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
           ConnectionSet& connections, ConnectionLimit& limit, const Handler& handle) {
   auto listener = listen_or_explain(program, flags.listen);
   if (!listener) return 1;
-  fmt::print("{}: listening on {} ({} worker{})\n", program,
+  fmt::print("{}: listening on {} ({} worker{}, up to {} connections)\n", program,
              listener->local_addr().value().to_string(), flags.workers,
-             flags.workers == 1 ? "" : "s");
+             flags.workers == 1 ? "" : "s", limit.max());
   std::fflush(stdout);
   // Connections are children of the root, not of the acceptor, whose end
   // would abort them.
@@ -74,8 +75,9 @@ void ServerFlags::add_to(CLI::App& app) {
       ->check(CLI::Range(0.0, 3600.0))
       ->capture_default_str();
   app.add_option("--max-connections", max_connections,
-                 "connections open at once; one more is accepted and closed at once")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
+                 "connections open at once (0: as many as the descriptor limit, raised to its "
+                 "hard value, leaves room for); one more is accepted and closed at once")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}))
       ->capture_default_str();
 }
 
@@ -89,7 +91,7 @@ int run_server(std::string_view program, const ServerFlags& flags, const Handler
   try {
     StopSignal stop;            // before any thread exists
     ConnectionSet connections;  // these two outlive every fiber
-    ConnectionLimit limit(flags.max_connections);
+    ConnectionLimit limit(connection_limit(program, flags.max_connections, flags.workers));
     Config config;
     config.workers = flags.workers;
     config.zero_linger = false;

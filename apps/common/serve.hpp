@@ -25,7 +25,9 @@ struct ServerFlags {
   std::size_t workers = 2;   // --workers
   double idle_s = 60;        // --idle-timeout: seconds a connection may stay silent
   double grace_s = 10;       // --grace: seconds a stop waits for open connections
-  std::size_t max_connections = 10'000;  // --max-connections: open at once
+  // --max-connections: open at once; 0, the default, takes as many as the
+  // descriptor limit leaves room for (fd_limit.hpp).
+  std::size_t max_connections = 0;
 
   // Adds the five flags to `app`, with the current values as defaults.
   void add_to(CLI::App& app);
@@ -33,10 +35,12 @@ struct ServerFlags {
 };
 
 // main() of a connection server once its flags are parsed. Blocks SIGINT and
-// SIGTERM, starts a runtime of flags.workers workers whose sockets close with
+// SIGTERM, raises the soft descriptor limit to the hard one and sets the
+// connection limit (fd_limit.hpp), starts a runtime of flags.workers workers whose sockets close with
 // a FIN (the server often closes first, and zero linger would discard replies
 // still in the send queue), binds flags.listen (printing "<program>: listening
-// on <address> (<n> workers)"), and accepts until SIGINT or SIGTERM. Each
+// on <address> (<n> workers, up to <m> connections)"), and accepts until
+// SIGINT or SIGTERM. Each
 // connection runs handle(stream) on a fiber of its own and is closed after
 // (accept_loop.hpp: beyond flags.max_connections a connection is closed at
 // once; a failed accept is retried). On the signal it stops accepting, shuts down the read side of every

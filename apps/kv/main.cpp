@@ -21,6 +21,7 @@
 #include "accept_loop.hpp"
 #include "commands.hpp"
 #include "db.hpp"
+#include "fd_limit.hpp"
 #include "log.hpp"
 #include "resp.hpp"
 #include "serve.hpp"
@@ -57,10 +58,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-array-len", limits.max_array, "most arguments in one command")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
       ->capture_default_str();
-  std::size_t max_connections = 10'000;
+  std::size_t max_connections = 0;
   app.add_option("--max-connections", max_connections,
-                 "connections open at once; one more is accepted and closed at once")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1'000'000}))
+                 "connections open at once (0: as many as the descriptor limit, raised to its "
+                 "hard value, leaves room for); one more is accepted and closed at once")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}))
       ->capture_default_str();
   double idle_s = 0;
   app.add_option("--idle-timeout", idle_s,
@@ -90,7 +92,8 @@ int main(int argc, char** argv) {
   kv::Db db;
   std::unique_ptr<kv::Log> log;
   std::optional<kv::Commands> commands;
-  spindle::apps::ConnectionLimit limit(max_connections);
+  spindle::apps::ConnectionLimit limit(
+      spindle::apps::connection_limit("spindle-kv", max_connections, workers));
   try {
     spindle::apps::StopSignal stop;  // before the runtime starts any thread
     spindle::Config config{.workers = workers};
@@ -125,8 +128,11 @@ int main(int argc, char** argv) {
         std::lock_guard<spindle::Mutex> lock(db.mutex());
         keys = db.size();
       }
-      fmt::print("spindle-kv: listening on {} (dir {}, fsync {}, {} workers, {} keys, log.{})\n",
-                 bound ? bound->to_string() : listen, dir, fsync, workers, keys, log->generation());
+      fmt::print(
+          "spindle-kv: listening on {} (dir {}, fsync {}, {} workers, {} keys, log.{}, up to {} "
+          "connections)\n",
+          bound ? bound->to_string() : listen, dir, fsync, workers, keys, log->generation(),
+          limit.max());
       std::fflush(stdout);
 
       // Connections are the acceptor's children: aborting it ends them all.

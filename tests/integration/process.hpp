@@ -241,21 +241,38 @@ class Server {
 };
 
 // A blocking loopback TCP connection from the test thread, every call bounded
-// by SO_RCVTIMEO/SO_SNDTIMEO.
+// by SO_RCVTIMEO/SO_SNDTIMEO. `source`, if nonzero, is the local IPv4 address
+// (host byte order, a 127.x.y.z loopback one) to connect from; the port is
+// still the kernel's choice.
 class Client {
  public:
-  explicit Client(int port, Ms timeout = Ms(10'000)) {
+  explicit Client(int port, Ms timeout = Ms(10'000), in_addr_t source = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     timeval tv{static_cast<time_t>(timeout.count() / 1000),
                static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (source != 0) {
+      const int one = 1;
+      ::setsockopt(fd_, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      sockaddr_in local{};
+      local.sin_family = AF_INET;
+      local.sin_addr.s_addr = htonl(source);
+      if (::bind(fd_, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0) {
+        const int err = errno;
+        ::close(fd_);
+        throw std::runtime_error(std::string("bind: ") + std::strerror(err));
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<std::uint16_t>(port));
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-      throw std::runtime_error(std::string("connect: ") + std::strerror(errno));
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      throw std::runtime_error(std::string("connect: ") + std::strerror(err));
+    }
   }
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "kv_server.hpp"
+#include "many_connections.hpp"
 #include "spindle/storage/crc32c.hpp"
 
 using kvtest::cli;
@@ -414,4 +415,20 @@ TEST_CASE("an out-of-range --commit-window stops the start with a message naming
   INFO(out);
   CHECK(status != 0);
   CHECK(out.find("--commit-window") != std::string::npos);
+}
+
+TEST_CASE("15,000 concurrent connections are each answered as they open and again",
+          "[kv][integration][scale]") {
+  using spindle::test::kManyConnections;
+  spindle::test::require_fds_for_connections(kManyConnections);
+  TempDir tmp;
+  Server s(tmp.path() / "data");
+  const auto r = spindle::test::open_many(
+      s.port(), kManyConnections, [](spindle::test::Client& c, std::size_t) {
+        return c.send_all("*1\r\n$4\r\nPING\r\n") && c.recv_n(7) == "+PONG\r\n";
+      });
+  spindle::test::check_many_connections(r, kManyConnections);
+  CHECK(s.stop() == 0);
+  INFO(s.log());
+  CHECK_THAT(s.log(), !Catch::Contains("refused"));
 }

@@ -1,6 +1,8 @@
 // TcpListener: a listening TCP socket whose accept() parks the calling fiber.
 #pragma once
 
+#include <limits>
+
 #include "spindle/base/result.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/stream.hpp"
@@ -9,8 +11,13 @@
 namespace spindle::net {
 
 struct ListenOptions {
+  // Asks listen(2) for the largest backlog the system allows: Linux caps it
+  // at net.core.somaxconn (4096 by default).
+  static constexpr int kSystemMaxBacklog = std::numeric_limits<int>::max();
   // listen(2) backlog: completed connections the kernel queues for accept().
-  int backlog = 1024;
+  // The default, the system's maximum, lets a burst of thousands of connects
+  // wait there instead of having their SYNs dropped and resent a second later.
+  int backlog = kSystemMaxBacklog;
   // SO_REUSEADDR: rebind a port whose old connections linger in TIME_WAIT.
   bool reuse_address = true;
 };
