@@ -121,6 +121,7 @@ class ServerProcess {
   ~ServerProcess() { kill_and_reap(); }
 
   std::uint16_t port() const noexcept { return port_; }
+  pid_t pid() const noexcept { return pid_; }
   // The server's CPU time, all its threads, utime + stime.
   clockid_t cpu_clock() const noexcept { return cpu_clock_; }
 
@@ -173,11 +174,14 @@ Row measure_echo(const Params& p, std::size_t connections, std::string_view impl
   raise_nofile(connections + kSpareFds);
   ServerProcess server(serve);
   pin_to_cpu(kClientCpu);
+  const std::uint64_t rss_listening = rss_bytes(server.pid());
+  std::uint64_t rss_idle = 0;
   EchoLoad load = run_echo_client({.port = server.port(),
                                    .connections = connections,
                                    .warmup = std::chrono::milliseconds(p.sizes.echo_warmup_ms),
                                    .window = std::chrono::milliseconds(p.sizes.echo_window_ms),
-                                   .server_cpu = server.cpu_clock()});
+                                   .server_cpu = server.cpu_clock(),
+                                   .on_idle = [&] { rss_idle = rss_bytes(server.pid()); }});
   server.stop();
   check(load.requests > 0, "echo: no request completed in the window");
 
@@ -189,6 +193,9 @@ Row measure_echo(const Params& p, std::size_t connections, std::string_view impl
   r.set("p50_us", percentile(load.latency_us, 0.50));
   r.set("p99_us", percentile(load.latency_us, 0.99));
   r.set("server_cpu_s_per_req", load.server_cpu_s / static_cast<double>(load.requests));
+  // What a connection costs the server while it waits for its next request.
+  r.set("idle_kib_per_conn", (static_cast<double>(rss_idle) - static_cast<double>(rss_listening)) /
+                                 1024.0 / static_cast<double>(connections));
   return r;
 }
 

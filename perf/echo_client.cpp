@@ -109,41 +109,65 @@ EchoLoad run_echo_client(const EchoClientOptions& o) {
 
   EchoLoad load;
   std::vector<epoll_event> events(std::min<std::size_t>(conns.size(), 1024));
+  // Waits for events; returns how many are ready.
+  auto wait = [&] {
+    for (;;) {
+      const int ready =
+          ::epoll_wait(ep.get(), events.data(), static_cast<int>(events.size()), kStallMs);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready < 0) throw_errno("echo client: epoll_wait");
+      check(ready > 0, "echo client: no echo for {} ms on any of {} connections", kStallMs,
+            conns.size());
+      return static_cast<std::size_t>(ready);
+    }
+  };
+  // Reads what event `e` announces; true once its connection's echo is whole.
+  auto receive = [&](std::size_t e) {
+    const std::size_t i = events[e].data.u64;
+    Conn& c = conns[i];
+    const ssize_t n = ::recv(c.fd.get(), c.in.data() + c.got, kEchoMessage - c.got, 0);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) return false;
+      throw_errno("echo client: recv");
+    }
+    check(n > 0, "echo client: the server closed connection {}", i);
+    c.got += static_cast<std::size_t>(n);
+    if (c.got < kEchoMessage) return false;
+    check(c.in == c.out, "echo client: connection {}: the echo of message {} differs from it", i,
+          c.seq);
+    return true;
+  };
+
+  // One echo on every connection, then all idle.
   Clock::time_point now = Clock::now();
   for (std::size_t i = 0; i < conns.size(); ++i) send_next(conns[i], i, now);
+  for (std::size_t echoed = 0; echoed < conns.size();) {
+    const std::size_t ready = wait();
+    for (std::size_t e = 0; e < ready; ++e) echoed += receive(e) ? 1 : 0;
+  }
+  if (o.on_idle) o.on_idle();
+
+  now = Clock::now();
+  for (std::size_t i = 0; i < conns.size(); ++i) {
+    ++conns[i].seq;
+    send_next(conns[i], i, now);
+  }
   const Clock::time_point warm_end = now + o.warmup;
   bool measuring = false;
   Clock::time_point start, end;
   double cpu_start = 0;
   for (;;) {
-    const int ready =
-        ::epoll_wait(ep.get(), events.data(), static_cast<int>(events.size()), kStallMs);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("echo client: epoll_wait");
-    }
-    check(ready > 0, "echo client: no echo for {} ms on any of {} connections", kStallMs,
-          conns.size());
-    for (int e = 0; e < ready; ++e) {
-      const std::size_t i = events[static_cast<std::size_t>(e)].data.u64;
-      Conn& c = conns[i];
-      const ssize_t n = ::recv(c.fd.get(), c.in.data() + c.got, kEchoMessage - c.got, 0);
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) continue;
-        throw_errno("echo client: recv");
-      }
-      check(n > 0, "echo client: the server closed connection {}", i);
-      c.got += static_cast<std::size_t>(n);
-      if (c.got < kEchoMessage) continue;
-      check(c.in == c.out, "echo client: connection {}: the echo of message {} differs from it", i,
-            c.seq);
+    const std::size_t ready = wait();
+    for (std::size_t e = 0; e < ready; ++e) {
+      if (!receive(e)) continue;
+      Conn& c = conns[events[e].data.u64];
       now = Clock::now();
       if (measuring) {
         load.latency_us.push_back(std::chrono::duration<double, std::micro>(now - c.sent).count());
         ++load.requests;
       }
       ++c.seq;
-      send_next(c, i, now);
+      send_next(c, events[e].data.u64, now);
     }
     now = Clock::now();
     if (!measuring && now >= warm_end) {

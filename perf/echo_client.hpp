@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace spindle::perf {
@@ -20,6 +21,9 @@ struct EchoClientOptions {
   std::chrono::milliseconds warmup{0};  // load before the window, not counted
   std::chrono::milliseconds window{0};  // the measured load
   clockid_t server_cpu{};               // the server process's CPU-time clock
+  // Called once every connection has had one echo and sits idle, before the
+  // closed loop starts (to read the server's memory then).
+  std::function<void()> on_idle{};
 };
 
 struct EchoLoad {
@@ -29,7 +33,8 @@ struct EchoLoad {
   std::vector<double> latency_us;  // one per request: send to the echo's last byte
 };
 
-// Connects every connection, runs the warm-up and the window, closes every
+// Connects every connection, has each echo one message (then on_idle), runs
+// the warm-up and the window, closes every
 // connection with a reset. A wrong echo byte, a connection the server closes,
 // or 5 s without any echo throws PerfError; a failed syscall, system_error.
 // Every descriptor is closed on every path.

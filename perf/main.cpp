@@ -117,7 +117,7 @@ std::vector<Workload> workloads() {
       {"pipe_pingpong",
        {{"pipe_pingpong", "raw-uring", spindle_pipe_pingpong, raw_pipe_pingpong, rate,
          std::nullopt}}},
-      {"echo", {echo("echo_100", 100), echo("echo_1000", 1'000)}},
+      {"echo", {echo("echo_100", 100), echo("echo_1000", 1'000), echo("echo_10000", 10'000)}},
       {"file_randread",
        {{"file_randread", "fio", spindle_file_randread, fio_file_randread, rate,
          Target{Target::On::kRatio, 0.90}, fio_missing}},

@@ -60,18 +60,21 @@ class Stopwatch {
   double cpu_;
 };
 
-// Resident set size from /proc/self/statm. A procfs read never waits on a
-// device, so it is harmless even on a worker thread.
-inline std::uint64_t rss_bytes() {
-  const int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw std::system_error(errno, std::system_category(), "open /proc/self/statm");
+// Resident set size of process `pid` (0: this one) from /proc/<pid>/statm. A
+// procfs read never waits on a device, so it is harmless even on a worker
+// thread.
+inline std::uint64_t rss_bytes(pid_t pid = 0) {
+  const std::string path =
+      pid == 0 ? std::string("/proc/self/statm") : "/proc/" + std::to_string(pid) + "/statm";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::system_category(), "open " + path);
   char buf[256];
   const ssize_t got = ::read(fd, buf, sizeof buf - 1);
   ::close(fd);
-  if (got <= 0) throw std::system_error(errno, std::system_category(), "read /proc/self/statm");
+  if (got <= 0) throw std::system_error(errno, std::system_category(), "read " + path);
   buf[got] = '\0';
   unsigned long long size = 0, resident = 0;
-  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) throw PerfError("bad /proc/self/statm");
+  if (std::sscanf(buf, "%llu %llu", &size, &resident) != 2) throw PerfError("bad " + path);
   return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
