@@ -2,11 +2,13 @@
 // spindle-echo, spindle-http and spindle-kv under mixed load from client
 // threads for SPINDLE_SOAK_SECONDS (default 600), with random client
 // disconnects injected: a reset (RST) in the middle of a request, or a clean
-// close after half a request. Every reply is checked. After a warm-up (a
-// tenth of the time) and again at the end, the load stops and each server's
-// RSS and open descriptors are read: at the end neither may exceed its
-// after-warm-up value by more than 10%. Each server must then stop on SIGTERM
-// with exit code 0 and nothing but its banner and shutdown lines on stderr.
+// close after half a request. Beside that churn, each server holds 5,000
+// connections open for the whole run, every one of them exchanging again
+// about once a second. Every reply is checked. After a warm-up (a tenth of
+// the time) and again at the end, the load stops and each server's RSS and
+// open descriptors are read: at the end neither may exceed its after-warm-up
+// value by more than 10%. Each server must then stop on SIGTERM with exit
+// code 0 and nothing but its banner and shutdown lines on stderr.
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 
@@ -22,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "many_connections.hpp"
 #include "proc_stats.hpp"
 #include "process.hpp"
 #include "xorshift.hpp"
@@ -35,6 +38,9 @@ using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
 namespace {
+
+// Connections each server holds open through the whole run, beside the churn.
+constexpr std::size_t kHeld = 5'000;
 
 // What the clients saw. Thread-safe.
 struct Tally {
@@ -121,6 +127,14 @@ bool kv_once(Client& c, spindle::test::Xorshift& rng, Tally& tally, int client) 
 
 enum class Kind { kEcho, kHttp, kKv };
 
+// One exchange of `kind` on `c`; `id` is the client's, for its kv keys.
+bool exchange(Kind kind, Client& c, spindle::test::Xorshift& rng, Tally& tally, int id) {
+  return kind == Kind::kEcho   ? echo_once(c, rng, tally)
+         : kind == Kind::kHttp ? http_once(c, rng, tally)
+                               : kv_once(c, rng, tally, id);
+}
+
+
 // Connects, exchanges a random number of times, then closes cleanly or
 // injects a disconnect; over and over until `until`.
 void client(Kind kind, int port, int id, Clock::time_point until, Tally& tally) {
@@ -139,9 +153,7 @@ void client(Kind kind, int port, int id, Clock::time_point until, Tally& tally) 
     const std::size_t exchanges = 1 + rng.next() % 100;
     bool good = true;
     for (std::size_t i = 0; i < exchanges && good && Clock::now() < until; ++i) {
-      good = kind == Kind::kEcho   ? echo_once(c, rng, tally)
-             : kind == Kind::kHttp ? http_once(c, rng, tally)
-                                   : kv_once(c, rng, tally, id);
+      good = exchange(kind, c, rng, tally, id);
       if (good) ++tally.exchanges;
     }
     if (!good) continue;
@@ -166,14 +178,41 @@ void client(Kind kind, int port, int id, Clock::time_point until, Tally& tally) 
   }
 }
 
-// Runs the load on every server until `until`; returns once every client
-// thread has closed its last connection.
-void load(const std::vector<std::pair<Kind, int>>& servers, Clock::time_point until, Tally& tally) {
+// A server's held connections (kHeld, opened at the start) and the client id
+// their exchanges use.
+struct Held {
+  Kind kind;
+  int id;
+  std::vector<std::unique_ptr<Client>> clients;
+};
+
+// Sweeps `held` until `until`: one exchange on every connection, then a
+// pause, so each stays mostly idle; a connection that fails is dropped.
+void hold(Held& held, Clock::time_point until, Tally& tally) {
+  spindle::test::Xorshift rng(0x401d0000u + static_cast<std::uint64_t>(held.id));
+  while (Clock::now() < until) {
+    for (auto& c : held.clients) {
+      if (c && exchange(held.kind, *c, rng, tally, held.id)) {
+        ++tally.exchanges;
+      } else {
+        c.reset();
+      }
+    }
+    std::this_thread::sleep_for(1s);
+  }
+}
+
+// Runs the load on every server until `until`, the churn and the sweeps of
+// the held connections; returns once every client thread has closed its
+// last churn connection.
+void load(const std::vector<std::pair<Kind, int>>& servers, std::vector<Held>& held,
+          Clock::time_point until, Tally& tally) {
   std::vector<std::thread> threads;
   int id = 0;
   for (const auto& [kind, port] : servers)
     for (int i = 0; i < 2; ++i)
       threads.emplace_back(client, kind, port, id++, until, std::ref(tally));
+  for (Held& h : held) threads.emplace_back(hold, std::ref(h), until, std::ref(tally));
   for (auto& t : threads) t.join();
 }
 
@@ -206,6 +245,7 @@ std::chrono::seconds soak_time() {
 
 TEST_CASE("soak: echo - http and kv under mixed load with disconnects hold memory and fds",
           "[soak]") {
+  spindle::test::require_fds_for_connections(3 * kHeld);
   const auto total = soak_time();
   const auto warmup = std::max<std::chrono::seconds>(total / 10, 10s);
   char dir_template[] = "/tmp/spindle-soak.XXXXXX";
@@ -221,13 +261,38 @@ TEST_CASE("soak: echo - http and kv under mixed load with disconnects hold memor
   const char* names[] = {"echo", "http", "kv"};
 
   Tally tally;
+  std::vector<Held> held;
+  for (int i = 0; i < 3; ++i) {
+    const auto [kind, port] = servers[i];
+    Held h{kind, 100 + i, {}};
+    spindle::test::Xorshift rng(0x0be40000u + static_cast<std::uint64_t>(i));
+    h.clients = spindle::test::open_connections(port, kHeld,
+                                                [&](Client& c, std::size_t) {
+                                                  return exchange(kind, c, rng, tally, h.id);
+                                                })
+                    .clients;
+    INFO(names[i]);
+    REQUIRE(h.clients.size() == kHeld);
+    held.push_back(std::move(h));
+  }
   const auto began = Clock::now();
-  load(servers, began + warmup, tally);
+  load(servers, held, began + warmup, tally);
   Sample warm[3];
   for (int i = 0; i < 3; ++i) warm[i] = settle(*procs[i]);
-  load(servers, began + total, tally);
+  load(servers, held, began + total, tally);
   Sample end[3];
   for (int i = 0; i < 3; ++i) end[i] = settle(*procs[i]);
+  // Every held connection is still served at the end.
+  for (int i = 0; i < 3; ++i) {
+    spindle::test::Xorshift rng(0x0e4d0000u + static_cast<std::uint64_t>(i));
+    std::size_t answered = 0;
+    for (auto& c : held[i].clients) {
+      if (c && exchange(held[i].kind, *c, rng, tally, held[i].id)) ++answered;
+    }
+    INFO(names[i]);
+    CHECK(answered == kHeld);
+  }
+  held.clear();
 
   std::printf("soak: %lld s, %llu exchanges checked, %llu disconnects injected, %llu failures\n",
               static_cast<long long>(total.count()),
