@@ -20,6 +20,11 @@ namespace spindle::detail {
 namespace {
 
 constexpr int kBatch = 64;                 // fiber turns between two ring services
+// A ring service dispatches at most as many completions as the run queue has
+// room for, and at least this many: the rest wait in the CQ. Every completion
+// makes a fiber ready; reaping them all at once would send thousands through
+// the global queue, and each would run long after its completion touched it.
+constexpr std::size_t kMinCompletions = 32;
 // Fibers taken from the next-fiber slot in a row (a streak) before the one in
 // it goes to the back of the run queue: two fibers waking each other keep
 // their worker, and their stacks hot, for this many hand-overs...
@@ -547,8 +552,14 @@ void Worker::apply_mail() noexcept {
   mail_.clear();
 }
 
+std::size_t Worker::completion_budget() const noexcept {
+  const std::size_t queued = run_queue_.len();
+  const std::size_t room = queued < RunQueue<Fiber>::kCapacity ? RunQueue<Fiber>::kCapacity - queued : 0;
+  return std::max(room, kMinCompletions);
+}
+
 void Worker::service() noexcept {
-  ring_.service();
+  ring_.service(completion_budget());
   // Mirrored for scrapes on other threads (the ring is this thread's alone).
   stats_->set(Stat::kPendingOperations, ring_.pending());
   if (timers_.size() != 0 || !wheel_.empty()) {
@@ -648,7 +659,7 @@ void Worker::park() noexcept {
       }
       wake_source_.arm(ring_);
       if (parker_.arm_eventfd()) {
-        ring_.wait(timeout, completions);
+        ring_.wait(timeout, completions, completion_budget());
         parker_.disarm();
       }
       wake_source_.consume();

@@ -220,6 +220,8 @@ class Worker {
   Fiber* search() noexcept;
   bool more_work_to_find() const noexcept;
   void service() noexcept;
+  // The most completions one ring service may dispatch (kMinCompletions).
+  std::size_t completion_budget() const noexcept;
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;
   // Parking: claims the watch (idle_set.hpp) if another pool worker is awake

@@ -20,7 +20,8 @@
 //     io_uring_enter that submits every staged SQE and collects completions
 //     (DEFER_TASKRUN runs completion work only there, on this thread).
 //  3. dispatch(): copy a batch of CQEs out of the CQ ring, advance the CQ head,
-//     then hand each copy to its record. Copying first makes handlers free to
+//     then hand each copy to its record, up to the caller's maximum; the rest
+//     wait in the CQ for the next call. Copying first makes handlers free to
 //     submit, cancel and re-submit (even the operation being completed): nothing
 //     they do can disturb the iteration, and the CQ space is returned at once.
 //     More completions than the CQ holds wait in the kernel's overflow list
@@ -250,20 +251,24 @@ void Ring::cancel(Operation* op) noexcept {
   }
 }
 
-std::size_t Ring::service() noexcept {
+std::size_t Ring::service(std::size_t max_completions) noexcept {
   SPINDLE_ASSERT(!dispatching_, "service() called from a completion handler");
   stage_cancels();
-  // With nothing staged and nothing the kernel could complete, skip the
-  // syscall; CQEs already in the CQ ring (a flush of a full SQ) still go out.
-  if (io_uring_sq_ready(&ring_) != 0 || in_flight_ != 0 || cancels_in_kernel_ != 0 ||
-      internal_outstanding_ != 0) {
+  if (io_uring_cq_ready(&ring_) >= max_completions) {
+    // Enough CQEs wait already: submit without running completion work,
+    // which would only post more behind them.
+    if (io_uring_sq_ready(&ring_) != 0) check_enter_result(io_uring_submit(&ring_));
+  } else if (io_uring_sq_ready(&ring_) != 0 || in_flight_ != 0 || cancels_in_kernel_ != 0 ||
+             internal_outstanding_ != 0) {
+    // With nothing staged and nothing the kernel could complete, the syscall
+    // is skipped; CQEs already in the CQ ring (a flush of a full SQ) still go out.
     check_enter_result(io_uring_submit_and_get_events(&ring_));
   }
-  return dispatch();
+  return dispatch(max_completions);
 }
 
-std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout,
-                       std::size_t completions) noexcept {
+std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
+                       std::size_t max_completions) noexcept {
   SPINDLE_ASSERT(!dispatching_, "wait() called from a completion handler");
   stage_cancels();
   __kernel_timespec ts{};
@@ -284,7 +289,7 @@ std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout,
       std::clamp<std::size_t>(completions, 1, std::max<std::size_t>(in_flight_, 1)));
   io_uring_cqe* cqe = nullptr;
   check_enter_result(io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, tsp, nullptr));
-  return dispatch();
+  return dispatch(max_completions);
 }
 
 io_uring_sqe* Ring::internal_sqe(Completion* c) noexcept {
@@ -323,7 +328,7 @@ void Ring::stage_cancels() noexcept {
   }
 }
 
-std::size_t Ring::dispatch() noexcept {
+std::size_t Ring::dispatch(std::size_t max) noexcept {
   struct Reaped {
     std::uint64_t user_data;
     int res;
@@ -331,11 +336,12 @@ std::size_t Ring::dispatch() noexcept {
   };
   dispatching_ = true;
   std::size_t handled = 0;
-  for (;;) {
+  while (handled < max) {
     io_uring_cqe* cqes[kDispatchBatch];
     // Also flushes the kernel's CQ overflow list (IORING_FEAT_NODROP) when the
     // CQ ring is empty and the kernel flagged an overflow.
-    const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes, kDispatchBatch);
+    const unsigned n = io_uring_peek_batch_cqe(
+        &ring_, cqes, static_cast<unsigned>(std::min<std::size_t>(kDispatchBatch, max - handled)));
     if (n == 0) break;
     Reaped batch[kDispatchBatch];
     for (unsigned i = 0; i < n; ++i) {

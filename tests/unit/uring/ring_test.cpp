@@ -89,6 +89,20 @@ TEST_CASE("uring ring: one service() or wait() submits and completes 64 NOPs", "
   }
 }
 
+TEST_CASE("uring ring: service() and wait() dispatch at most the completions asked for",
+          "[uring][ring]") {
+  auto ring = make_ring(16);
+  std::vector<NopOp> ops(10);
+  for (NopOp& op : ops) ring->submit(&op);
+  CHECK(ring->service(4) == 4);
+  CHECK(ring->pending() == 6);
+  CHECK(ring->wait(1s, 1, 4) == 4);
+  CHECK(ring->pending() == 2);
+  CHECK(ring->service() == 2);
+  CHECK(ring->pending() == 0);
+  for (const NopOp& op : ops) CHECK(op.calls == 1);
+}
+
 TEST_CASE("uring ring: operations in flight are not capped by the ring's size",
           "[uring][ring]") {
   // Ten times the SQ and five times the CQ (twice the SQ): reads that wait for

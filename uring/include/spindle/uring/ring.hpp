@@ -63,17 +63,19 @@ class Ring {
   // -ECANCELED or its real result). No-op for a kIdle op or a repeated cancel.
   void cancel(Operation* op) noexcept;
 
-  // Stages pending cancels, submits every staged SQE and dispatches every
-  // available CQE, with one io_uring_enter (none if nothing is staged or
-  // outstanding; one more only to flush a full SQ or the kernel's CQ overflow
-  // list). Returns the CQEs handled.
-  std::size_t service() noexcept;
+  // Stages pending cancels, submits every staged SQE and dispatches the CQEs
+  // available, at most `max_completions` of them (the rest wait in the CQ for
+  // the next call), with one io_uring_enter: none if nothing is staged or
+  // outstanding; one without collecting completions if the CQ already holds
+  // `max_completions`; one more only to flush a full SQ or the kernel's CQ
+  // overflow list. Returns the CQEs handled.
+  std::size_t service(std::size_t max_completions = SIZE_MAX) noexcept;
 
   // Like service(), but blocks until `completions` CQEs are ready (at most as
   // many as operations are in flight, at least one) or `timeout` passes (no
   // timeout: wait indefinitely). Uses the EXT_ARG timeout, never a timeout SQE.
-  std::size_t wait(std::optional<std::chrono::nanoseconds> timeout,
-                   std::size_t completions = 1) noexcept;
+  std::size_t wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions = 1,
+                   std::size_t max_completions = SIZE_MAX) noexcept;
 
   // An SQE for an internal request whose user_data is `c`; flushes the
   // SQ first if it is full. Submitted by the next service() or wait().
@@ -93,7 +95,7 @@ class Ring {
   friend class Operation;
   void prepare(Operation* op) noexcept;  // into an SQE; op becomes kInFlight
   void stage_cancels() noexcept;
-  std::size_t dispatch() noexcept;
+  std::size_t dispatch(std::size_t max) noexcept;
   void finish(Operation* op) noexcept;
   io_uring_sqe* sqe() noexcept;
   void on_op_cqe(Operation* op, int res, std::uint32_t flags) noexcept;
