@@ -36,6 +36,9 @@ using spindle::detail::Stat;
 constexpr std::size_t kMaxOpBytes = std::size_t{1} << 30;
 // iovecs per SENDMSG; longer writev calls loop.
 constexpr std::size_t kIovBatch = 64;
+// A read into at least this much of the caller's memory skips the stream's
+// buffer while the socket is being drained (see read_some).
+constexpr std::size_t kDirectRead = 4096;
 
 std::span<std::byte> bytes(std::span<char> s) noexcept {
   return {reinterpret_cast<std::byte*>(s.data()), s.size()};
@@ -133,8 +136,14 @@ Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadli
 }
 
 Result<std::size_t> TcpStream::read_some(std::byte* out, std::size_t len, Deadline deadline) {
+  // Straight into the caller's memory when it is as large as the buffer, or a
+  // page or more while the last receive drained the socket (a message at a
+  // time, as requests and replies come: the copy and the buffer's memory buy
+  // nothing). A receive that fills the caller's memory means more is waiting:
+  // then the buffer takes up to its size in one RECV.
+  const std::size_t cap = buf_ ? cap_ : current_config().read_buffer_size;
+  if (len >= cap || (len >= kDirectRead && drained_)) return recv_into(out, len, deadline);
   ensure_buffer();
-  if (len >= cap_) return recv_into(out, len, deadline);
   pos_ = end_ = 0;
   auto r = recv_into(buf_.get(), cap_, deadline);
   if (!r || *r == 0) return r;

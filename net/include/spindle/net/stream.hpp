@@ -39,8 +39,12 @@ enum class Shutdown : int { kRead = SHUT_RD, kWrite = SHUT_WR, kBoth = SHUT_RDWR
 // (errc::closed).
 //
 // The stream owns a read buffer of Config::read_buffer_size bytes (allocated
-// at the first read): small reads are served from it, reads at least as large
-// as it go straight to the caller's memory. peek/fill/consume expose it, so a
+// when a read first needs it): small reads are served from it, reads at least
+// as large as it go straight to the caller's memory, and so do reads of a
+// page (4 KiB) or more while the socket is being drained by them (the last
+// receive returned less than it asked for, as with requests and replies); a
+// receive that fills the caller's memory sends the next reads through the
+// buffer until one drains the socket again. peek/fill/consume expose it, so a
 // parser can work on the buffered bytes in place.
 class TcpStream {
  public:
@@ -132,11 +136,12 @@ class TcpStream {
   std::size_t end_ = 0;
   bool read_poisoned_ = false;   // read half only
   bool write_poisoned_ = false;  // write half only
-  // The peer's turn: the last receive left the socket drained (read half
-  // only), and bytes were sent since (set by the write half, cleared by the
-  // read half; relaxed: it is only a hint). Then the next RECV arms poll
-  // first instead of trying a receive that would find nothing.
-  bool drained_ = false;
+  // The peer's turn: the last receive left the socket drained (or there was
+  // none yet; read half only), and bytes were sent since (set by the write
+  // half, cleared by the read half; relaxed: it is only a hint). Then the
+  // next RECV arms poll first instead of trying a receive that would find
+  // nothing.
+  bool drained_ = true;
   std::atomic<bool> sent_{false};
 };
 
