@@ -11,6 +11,12 @@ using spindle::net::Timeout;
 constexpr std::size_t kReadSize = 64 * 1024;  // at least this much room per read
 constexpr std::size_t kFlushAt = 1 << 20;     // send replies mid-batch beyond this
 
+// Sets the size of `s` without writing the bytes it adds: an idle connection
+// keeps resident only the pages its reads touched, not its whole buffer.
+void resize_unwritten(std::string& s, std::size_t n) {
+  s.resize_and_overwrite(n, [](char*, std::size_t size) { return size; });
+}
+
 // Sends the replies once the log covers every change so far.
 bool flush(spindle::net::TcpStream& stream, Log& log, std::string& out) {
   if (out.empty()) return true;
@@ -35,7 +41,8 @@ void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const L
            const Timeouts& timeouts) {
   const Log::Client client(log);
   Parser parser(limits);
-  std::string in(kReadSize, '\0');
+  std::string in;
+  resize_unwritten(in, kReadSize);
   std::size_t len = 0;   // in[0, len) is input not yet run, from a command's start
   std::size_t need = 1;  // bytes the parser needs before it can progress
   std::string out;
@@ -46,7 +53,7 @@ void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const L
   for (;;) {
     while (len < need) {
       const std::size_t want = std::max(need, len + kReadSize);
-      if (in.size() < want) in.resize(std::max(want, in.size() * 2));
+      if (in.size() < want) resize_unwritten(in, std::max(want, in.size() * 2));
       const auto deadline = read_deadline(timeouts, len > 0, command_began);
       auto n = stream.read(std::span(in.data() + len, in.size() - len), Timeout::at(deadline));
       if (!n || *n == 0) return;  // closed, timed out, reset or aborted
@@ -91,7 +98,7 @@ void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const L
     if (!flush(stream, log, out) || session.close) return;
     // Give back the memory of a huge request once it is done.
     if (len == 0 && in.size() > 4 * kReadSize) {
-      in.resize(kReadSize);
+      resize_unwritten(in, kReadSize);
       in.shrink_to_fit();
     }
   }
