@@ -1,8 +1,8 @@
 // scripts/gdb/spindle.py in a real gdb: runs spindle-gdb-fixture under
 // `gdb -batch` until its SIGTRAP, lists its fibers, backtraces the parked
 // "recv" fiber by id, then continues it to a normal exit (which also shows
-// that `spindle bt` put the thread's registers back). Skips without gdb, or
-// where ptrace is not permitted.
+// that `spindle bt` put the thread's registers back). Skips without gdb, where
+// ptrace is not permitted, or in a build without debug information.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
@@ -40,6 +40,10 @@ spindle::test::Finished run_gdb(const std::vector<std::string>& commands) {
   if (all.find("SIGTRAP") == std::string::npos &&
       (all.find("ptrace") != std::string::npos || all.find("not permitted") != std::string::npos))
     SPINDLE_SKIP("gdb cannot trace the fixture (ptrace not permitted here): %s", all.c_str());
+  // scripts/gdb/spindle.py reads the runtime's structures through DWARF: a
+  // build without debug information (a plain Release) has nothing to read.
+  if (all.find("built with debug info") != std::string::npos)
+    SPINDLE_SKIP("the fixture has no debug information (build with -g, e.g. the release preset)");
   return f;
 }
 
