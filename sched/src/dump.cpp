@@ -2,7 +2,10 @@
 // wait), walks the supervision tree from the root, captures the stacks of
 // suspended fibers, lets the workers go, then formats the listing. If a worker
 // does not reach a point between fibers in time (a fiber that does not
-// suspend), the listing says so and carries no backtraces.
+// suspend), the listing says so and carries no backtraces. Formatting
+// symbolizes the backtraces, which reads debug information (100 ms and more
+// the first time): a fiber caller has it done on the blocking pool and parks
+// meanwhile, so its worker goes on with other fibers.
 
 #include <fmt/format.h>
 #include <liburing.h>
@@ -10,11 +13,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "coarse_clock.hpp"
 #include "io_request.hpp"
 #include "scheduler.hpp"
+#include "spindle/sched/context.hpp"
 #include "spindle/sched/detail/core.hpp"
 #include "symbolize.hpp"
 #include "worker.hpp"
@@ -127,18 +133,22 @@ Entry describe_node(Node* node, int depth, bool complete, const Fiber* caller, s
   return e;
 }
 
-}  // namespace
+// What a dump captured while the workers were held.
+struct Listing {
+  std::vector<Entry> entries;
+  bool complete = true;  // every worker was held: states exact, stacks captured
+};
 
-std::string dump(Scheduler& s) {
+Listing capture(Scheduler& s) {
   std::lock_guard serial(s.dump_mutex);
   Worker* self = current_worker();
   if (self && &self->scheduler() != &s) self = nullptr;
   const Fiber* caller = self ? self->current() : nullptr;
   const std::uint64_t now = coarse_now_ms();
 
-  std::vector<Entry> entries;
+  Listing listing;
   std::size_t captured = 0;
-  const bool complete = s.roster.pause(self, kPauseWait);
+  listing.complete = s.roster.pause(self, kPauseWait);
   // Depth-first from the root; each node on the stack holds a reference.
   std::vector<std::pair<Node*, int>> stack;
   std::vector<Node*> children;
@@ -153,9 +163,9 @@ std::string dump(Scheduler& s) {
       const auto* task = dynamic_cast<const Task*>(node);
       const bool ended = task && task->done();
       if (!ended) {
-        const bool capture = captured < kMaxBacktraces;
-        entries.push_back(describe_node(node, depth, complete, caller, now, capture));
-        if (!entries.back().frames.empty()) ++captured;
+        const bool take = captured < kMaxBacktraces;
+        listing.entries.push_back(describe_node(node, depth, listing.complete, caller, now, take));
+        if (!listing.entries.back().frames.empty()) ++captured;
       }
       children.clear();
       node->collect_children(children);
@@ -169,15 +179,19 @@ std::string dump(Scheduler& s) {
     throw;
   }
   s.roster.resume();
+  return listing;
+}
 
-  std::string out = fmt::format("spindle: {} live tasks", entries.size());
-  if (!complete) {
+// The listing's text, backtraces symbolized. Any thread; slow (see above).
+std::string format(const Listing& listing) {
+  std::string out = fmt::format("spindle: {} live tasks", listing.entries.size());
+  if (!listing.complete) {
     out +=
         " (a worker is still running a fiber that has not suspended: states are approximate and "
         "stacks were not captured)";
   }
   out += '\n';
-  for (const Entry& e : entries) {
+  for (const Entry& e : listing.entries) {
     const int indent = std::min(e.depth, kMaxIndent);
     fmt::format_to(std::back_inserter(out), "{:{}}{}\n", "", indent * 2, e.line);
     if (!e.frames.empty()) {
@@ -186,6 +200,20 @@ std::string dump(Scheduler& s) {
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string dump(Scheduler& s) {
+  auto listing = std::make_shared<const Listing>(capture(s));
+  const Fiber* f = current_fiber();
+  if (f != nullptr && &f->scheduler() == &s) {
+    // The task owns what it formats: an abort ends the join, not the task.
+    auto formatted = spawn_blocking([listing] { return format(*listing); });
+    if (auto text = formatted.join()) return std::move(*text);
+    // Refused (the runtime is stopping) or aborted: format here.
+  }
+  return format(*listing);
 }
 
 }  // namespace spindle::detail

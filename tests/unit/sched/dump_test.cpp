@@ -193,3 +193,33 @@ TEST_CASE("dump: Runtime::dump from another thread while run runs and empty afte
   CHECK(line_of(seen, "root").find("parked (event)") != std::string::npos);
   CHECK(rt.dump().empty());
 }
+
+TEST_CASE("dump: a fiber that asks for a dump leaves its worker to the others meanwhile") {
+  spindle::test::run(
+      [] {
+        Event ev;
+        auto parked = spindle::spawn("parked", [&] { (void)ev.wait(); });
+        std::atomic<bool> stop{false};
+        std::atomic<std::uint64_t> ticks{0};
+        auto ticker = spindle::spawn("ticker", [&] {
+          while (!stop.load()) {
+            ++ticks;
+            if (!spindle::this_fiber::yield()) return;
+          }
+        });
+        REQUIRE(spindle::this_fiber::yield());  // both have run once
+        // One worker: the ticker runs during the dump only if this fiber parks.
+        const std::uint64_t before = ticks.load();
+        const std::string dump = spindle::current_runtime().dump();
+        const std::uint64_t during = ticks.load() - before;
+        INFO(dump);
+        CHECK(line_of(dump, "root").find("running (this dump)") != std::string::npos);
+        CHECK(line_of(dump, "parked").find("parked (event)") != std::string::npos);
+        CHECK(during > 0);
+        stop = true;
+        ev.set();
+        CHECK(parked.join());
+        CHECK(ticker.join());
+      },
+      spindle::Config{.workers = 1});
+}

@@ -46,8 +46,10 @@ class RuntimeHandle {
   // suspended one. Holds all workers between fibers while it reads their
   // stacks (microseconds per fiber), so it is for debugging, not for a hot
   // path. From any thread or fiber; the calling fiber is listed as running.
-  // Sanitizer builds show no backtraces. Never suspends the calling fiber (it
-  // blocks its worker for the length of the dump).
+  // Sanitizer builds show no backtraces.
+  // Suspends: a fiber of this runtime, while the backtraces are symbolized on
+  // the blocking pool (reading debug information takes 100 ms and more the
+  // first time); a plain thread blocks for it.
   std::string dump() const { return detail::dump(*scheduler_); }
 
   // The runtime's metrics (runtime_* and those registered through its
