@@ -7,6 +7,7 @@
 #pragma once
 
 #include "spindle/base/errc.hpp"
+#include "spindle/base/log.hpp"
 #include "spindle/base/result.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/listener.hpp"
@@ -21,6 +22,7 @@
 #include "spindle/sched/fiber_local.hpp"
 #include "spindle/sched/io.hpp"
 #include "spindle/sched/join_handle.hpp"
+#include "spindle/sched/log.hpp"
 #include "spindle/sched/mutex.hpp"
 #include "spindle/sched/pin.hpp"
 #include "spindle/sched/runtime.hpp"

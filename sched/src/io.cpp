@@ -3,7 +3,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -56,7 +55,7 @@ void publish_io(void* arg) noexcept {
 }
 
 // Counts an operation refused because worker `w` has `limit` in flight, and
-// says so on stderr at most once a second (process-wide). Any worker.
+// logs it at most once a second (process-wide). Any worker.
 void refuse_over_limit(const Worker& w, std::size_t limit) noexcept {
   count(Stat::kIoLimitRefusals);
   static std::atomic<std::uint64_t> refused{0};
@@ -69,11 +68,11 @@ void refuse_over_limit(const Worker& w, std::size_t limit) noexcept {
     return;
   }
   const std::uint64_t n = refused.exchange(0, std::memory_order_relaxed);
-  fmt::print(stderr,
-             "spindle: worker {} has {} I/O operations in flight, as many as "
-             "Config::max_io_in_flight allows; refused {} operation{} with errc::io_limit\n",
-             w.index(), limit, n, n == 1 ? "" : "s");
-  std::fflush(stderr);
+  write_log(w.scheduler().config.on_log, LogLevel::kWarning,
+            fmt::format("worker {} has {} I/O operations in flight, as many as "
+                        "Config::max_io_in_flight allows; refused {} operation{} with "
+                        "errc::io_limit",
+                        w.index(), limit, n, n == 1 ? "" : "s"));
 }
 
 }  // namespace

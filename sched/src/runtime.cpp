@@ -210,7 +210,7 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
   {
     std::optional<StallDetector> watchdog;
     if (s->config.stall_threshold.count() > 0)
-      watchdog.emplace(*s, s->config.stall_threshold, s->config.on_stall);
+      watchdog.emplace(*s, s->config.stall_threshold, s->config.on_log);
     w0->run_pool();
   }
 

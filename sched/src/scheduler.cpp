@@ -37,14 +37,8 @@ Scheduler::Scheduler(const Config& c)
       stack_pool(c.stack_size),
       idle(c.workers),
       metrics(std::make_shared<Metrics>(c.workers)),
-      blocking(c.blocking_threads, [this](BlockingTask* t) {
-        if (!config.catch_exceptions) {
-          fail(t->exception());
-        } else {
-          fmt::print(stderr, "spindle: blocking task exited by exception: {}\n",
-                     describe_exception(t->exception()));
-        }
-      }) {
+      blocking(c.blocking_threads,
+               [this](BlockingTask* t) { task_failed("blocking task", t->exception()); }) {
   metrics->attach_global_queue(&global);
   std::lock_guard lock(debug_schedulers_mutex);
   debug_next = debug_schedulers;
@@ -158,20 +152,25 @@ std::int64_t Scheduler::live_fibers() const noexcept {
   return static_cast<std::int64_t>(spawned - finished);
 }
 
-void Scheduler::fail(std::exception_ptr error) noexcept {
-  bool first = false;
-  {
-    std::lock_guard lock(mutex_);
-    if (!failure_) {
-      failure_ = error;
-      first = true;
+void Scheduler::task_failed(std::string_view who, std::exception_ptr error) noexcept {
+  if (!config.catch_exceptions) {
+    bool first = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (!failure_) {
+        failure_ = error;
+        first = true;
+      }
+    }
+    if (first) {
+      root->abort_tree();
+      return;
     }
   }
-  if (first) {
-    root->abort_tree();
-  } else {
-    fmt::print(stderr, "spindle: a further fiber exited by exception: {}\n", describe_exception(error));
-  }
+  write_log(config.on_log, LogLevel::kError,
+            fmt::format("{} exited by exception{}: {}", who,
+                        config.catch_exceptions ? "" : " after the runtime's first failure",
+                        describe_exception(error)));
 }
 
 std::exception_ptr Scheduler::failure() const {
@@ -197,7 +196,7 @@ void Scheduler::start_dedicated(Fiber* fiber) {
       fiber->finish(Task::Outcome::kAborted, nullptr);
       s.count_finish();
       fiber->unref();
-      if (!s.config.catch_exceptions) s.fail(error);
+      s.task_failed("dedicated fiber (its worker could not start)", error);
     }
     if (worker) worker->run_dedicated(fiber);
     worker.reset();

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -94,9 +95,11 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
     return next_id_.fetch_add(n, std::memory_order_relaxed);
   }
 
-  // A fiber or blocking task ended by exception under catch_exceptions =
-  // false: keep the first, abort the root. Later ones are logged.
-  void fail(std::exception_ptr error) noexcept;
+  // A task, described by `who` ("fiber 7 'name'", "blocking task"), ended by
+  // exception. Under catch_exceptions = false the first such exception is
+  // the runtime's failure and aborts the root; every other is logged
+  // (kError). The one place a task's exception is reported.
+  void task_failed(std::string_view who, std::exception_ptr error) noexcept;
   std::exception_ptr failure() const;
 
   // Dedicated threads: started by launch(), joined at the end of run_root().

@@ -115,20 +115,21 @@ std::string describe(const Stall& s, std::chrono::milliseconds threshold) {
   std::string out;
   if (!s.answered) {
     out = fmt::format(
-        "spindle: stall: {} has run one fiber for {} ms without it suspending (stall_threshold "
-        "{} ms); its thread did not answer the backtrace signal\n",
+        "stall: {} has run one fiber for {} ms without it suspending (stall_threshold "
+        "{} ms); its thread did not answer the backtrace signal",
         s.worker, s.stalled.count(), threshold.count());
   } else if (s.fiber_id == 0) {
     out = fmt::format(
-        "spindle: stall: {} ran one fiber for {} ms without it suspending "
-        "(stall_threshold {} ms); it suspended before the backtrace\n",
+        "stall: {} ran one fiber for {} ms without it suspending "
+        "(stall_threshold {} ms); it suspended before the backtrace",
         s.worker, s.stalled.count(), threshold.count());
   } else {
     out = fmt::format(
-        "spindle: stall: {} has run fiber {} '{}' for {} ms without it suspending "
+        "stall: {} has run fiber {} '{}' for {} ms without it suspending "
         "(stall_threshold {} ms)\n",
         s.worker, s.fiber_id, s.fiber_name, s.stalled.count(), threshold.count());
     append_backtrace(out, s.frames.data(), s.frames.size(), "    ");
+    if (out.ends_with('\n')) out.pop_back();
   }
   return out;
 }
@@ -136,7 +137,7 @@ std::string describe(const Stall& s, std::chrono::milliseconds threshold) {
 }  // namespace
 
 StallDetector::StallDetector(Scheduler& scheduler, std::chrono::milliseconds threshold,
-                             std::function<void(const std::string&)> sink)
+                             LogSink sink)
     : scheduler_(scheduler), threshold_(threshold), sink_(std::move(sink)) {
   install_capture_handler();
   thread_ = std::thread([this] { run(); });
@@ -193,16 +194,7 @@ void StallDetector::run() {
     });
     std::erase_if(seen, [](const Seen& s) { return !s.present; });
     for (const Stall& s : stalls) {
-      const std::string report = describe(s, threshold_);
-      if (sink_) {
-        try {
-          sink_(report);
-        } catch (...) {
-          std::fputs(report.c_str(), stderr);
-        }
-      } else {
-        std::fputs(report.c_str(), stderr);
-      }
+      write_log(sink_, LogLevel::kWarning, describe(s, threshold_));
     }
     stalls.clear();
     lock.lock();

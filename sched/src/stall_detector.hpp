@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include "spindle/base/log.hpp"
+
 namespace spindle::detail {
 
 class Scheduler;
@@ -43,9 +45,9 @@ struct StallProbe {
 
 class StallDetector {
  public:
-  // Starts the watchdog. `threshold` is positive.
-  StallDetector(Scheduler& scheduler, std::chrono::milliseconds threshold,
-                std::function<void(const std::string&)> sink);
+  // Starts the watchdog, which logs each report to `sink` (a warning).
+  // `threshold` is positive.
+  StallDetector(Scheduler& scheduler, std::chrono::milliseconds threshold, LogSink sink);
   ~StallDetector();  // stops and joins the watchdog
   StallDetector(const StallDetector&) = delete;
   StallDetector& operator=(const StallDetector&) = delete;
@@ -55,7 +57,7 @@ class StallDetector {
 
   Scheduler& scheduler_;
   const std::chrono::milliseconds threshold_;
-  const std::function<void(const std::string&)> sink_;
+  const LogSink sink_;
   std::mutex mutex_;  // guards stop_
   std::condition_variable cv_;
   bool stop_ = false;

@@ -96,7 +96,7 @@ Worker::Worker(Scheduler& scheduler, Kind kind, std::size_t index)
       blocks_(block_depot()),
       kind_(kind),
       index_(index),
-      ring_(uring::RingOptions{scheduler.config.ring_entries}),
+      ring_(uring::RingOptions{scheduler.config.ring_entries, scheduler.config.on_log}),
       parker_(&wake_source_),
       mailbox_(parker_),
       wheel_(scheduler.config.timeout_wheel_tick,
@@ -362,13 +362,9 @@ void Worker::conclude(Fiber* f) noexcept {
   const Task::Outcome outcome = f->exit_outcome;
   std::exception_ptr error = std::move(f->exit_error);
   if (outcome == Task::Outcome::kException && !f->root) {
-    if (!scheduler_.config.catch_exceptions) {
-      scheduler_.fail(error);
-    } else {
-      fmt::print(stderr, "spindle: fiber {}{}{}{} exited by exception: {}\n", f->id,
-                 f->name.empty() ? "" : " '", f->name, f->name.empty() ? "" : "'",
-                 describe_exception(error));
-    }
+    scheduler_.task_failed(fmt::format("fiber {}{}{}{}", f->id, f->name.empty() ? "" : " '",
+                                       f->name, f->name.empty() ? "" : "'"),
+                           error);
   }
   // Before the finish: a joiner that scrapes sees the task no longer running.
   if (TaskRecord* r = f->record)

@@ -30,6 +30,7 @@
 
 #include "file_ops.hpp"
 #include "spindle/sched/context.hpp"
+#include "spindle/sched/log.hpp"
 #include "spindle/storage/partition.hpp"
 #include "state.hpp"
 
@@ -255,8 +256,8 @@ Result<OpenedBlob> Storage::open(std::string_view partition, std::string_view na
     return OpenedBlob{Blob(std::move(b)), len, version};
   };
   auto corrupt = [&](std::string_view why) {
-    fmt::print(stderr, "spindle storage: blob {} in {} is corrupt: {}\n", file, st.dir.string(),
-               why);
+    runtime_log(LogLevel::kWarning,
+                fmt::format("storage: blob {} in {} is corrupt: {}", file, st.dir.string(), why));
     return failure(errc::blob_corrupt);
   };
 
@@ -272,10 +273,10 @@ Result<OpenedBlob> Storage::open(std::string_view partition, std::string_view na
     return corrupt(describe(HeaderDefect::kTooShort));
   }
   if (*raw > 0) {
-    fmt::print(stderr,
-               "spindle storage: warning: blob {} in {} was cut short while being created "
-               "({} bytes); re-creating it\n",
-               file, st.dir.string(), *raw);
+    runtime_log(LogLevel::kWarning,
+                fmt::format("storage: blob {} in {} was cut short while being created ({} bytes); "
+                            "re-creating it",
+                            file, st.dir.string(), *raw));
   }
 
   // The directory entries first, so that a complete header implies them.

@@ -69,7 +69,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -125,26 +124,25 @@ std::string setup_failure_message(int err, unsigned entries) {
   return msg;
 }
 
-// io_uring_enter failures that leave the ring usable: the caller reaps what is
-// there and the next turn retries the submission.
-void check_enter_result(int ret) noexcept {
+}  // namespace
+
+void Ring::check_enter_result(int ret) const noexcept {
+  // The caller reaps what is there and the next turn retries the submission.
   if (ret >= 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY || ret == -ETIME) return;
-  std::fprintf(stderr, "spindle: io_uring service failed: %s%s\n", std::strerror(-ret),
-               ret == -EEXIST
-                   ? " (the ring was used from a thread other than the one that created it; "
-                     "rings are IORING_SETUP_SINGLE_ISSUER)"
-               : ret == -EBADR
-                   ? " (the kernel dropped completions: its completion queue was full and it "
-                     "could not allocate memory to hold more; the operations they belonged "
-                     "to can never end)"
-                   : "");
-  std::fflush(stderr);
+  write_log(log_, LogLevel::kError,
+            std::string("io_uring service failed: ") + std::strerror(-ret) +
+                (ret == -EEXIST
+                     ? " (the ring was used from a thread other than the one that created it; "
+                       "rings are IORING_SETUP_SINGLE_ISSUER)"
+                 : ret == -EBADR
+                     ? " (the kernel dropped completions: its completion queue was full and it "
+                       "could not allocate memory to hold more; the operations they belonged "
+                       "to can never end)"
+                     : ""));
   std::abort();
 }
 
-}  // namespace
-
-Ring::Ring(const RingOptions& options) : entries_(options.entries) {
+Ring::Ring(const RingOptions& options) : log_(options.log), entries_(options.entries) {
   if (entries_ == 0 || entries_ > kMaxEntries || (entries_ & (entries_ - 1)) != 0) {
     throw std::invalid_argument(
         "spindle: ring entries must be a power of two between 1 and 32768, got " +
@@ -162,10 +160,9 @@ Ring::Ring(const RingOptions& options) : entries_(options.entries) {
     params.cq_entries = 2 * entries_;
     ret = io_uring_queue_init_params(entries_, &ring_, &params);
     if (ret == 0 && !g_coop_fallback_noted.exchange(true, std::memory_order_relaxed)) {
-      std::fprintf(stderr,
-                   "spindle: note: the kernel refused IORING_SETUP_SINGLE_ISSUER|"
-                   "IORING_SETUP_DEFER_TASKRUN (Linux 6.1+); rings use "
-                   "IORING_SETUP_COOP_TASKRUN instead\n");
+      write_log(log_, LogLevel::kInfo,
+                "the kernel refused IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN "
+                "(Linux 6.1+); rings use IORING_SETUP_COOP_TASKRUN instead");
     }
   }
   if (ret < 0) {
@@ -394,8 +391,8 @@ void Ring::on_cancel_cqe(Operation* op, int res) noexcept {
   // on its own. Anything else is unexpected but harmless: the op's own CQE
   // still decides its fate.
   if (res != 0 && res != -ENOENT && res != -EALREADY) {
-    std::fprintf(stderr, "spindle: warning: IORING_OP_ASYNC_CANCEL failed: %s\n",
-                 std::strerror(-res));
+    write_log(log_, LogLevel::kWarning,
+              std::string("IORING_OP_ASYNC_CANCEL failed: ") + std::strerror(-res));
   }
   SPINDLE_ASSERT(
       op->ring_ == this && op->state_ == Operation::State::kInFlight && op->cancel_in_kernel_,
@@ -426,8 +423,8 @@ io_uring_sqe* Ring::sqe() noexcept {
     // on. SUBMIT_ALL makes the kernel take all of them.
     const int ret = io_uring_submit(&ring_);
     if (ret < 0) {
-      std::fprintf(stderr, "spindle: flushing a full io_uring SQ failed: %s\n",
-                   std::strerror(-ret));
+      write_log(log_, LogLevel::kError,
+                std::string("flushing a full io_uring SQ failed: ") + std::strerror(-ret));
     }
     s = io_uring_get_sqe(&ring_);
     SPINDLE_ASSERT(s != nullptr, "no SQE after flushing a full submission queue");

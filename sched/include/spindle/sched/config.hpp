@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include "spindle/base/log.hpp"
+
 namespace spindle {
 
 // Idle spinning before a worker parks (the reference's adaptive spinner).
@@ -66,11 +68,15 @@ struct Config {
   // Stall detector: a watchdog thread reports a worker that has run one fiber
   // for longer than this without it suspending (a busy loop or a blocking
   // system call starving the worker's other fibers), once per stall, with the
-  // fiber's name and backtrace. Zero turns it off. At most 1 hour.
+  // fiber's name and backtrace, as a warning to on_log. Zero turns it off.
+  // At most 1 hour.
   std::chrono::milliseconds stall_threshold{100};
-  // Receives each stall report (one line, then the backtrace lines), on the
-  // watchdog thread. Empty: reports go to stderr.
-  std::function<void(const std::string& report)> on_stall{};
+  // Receives every message the runtime and the libraries on it log: a task's
+  // exception under catch_exceptions (kError), a stall report or a limit
+  // reached (kWarning), a kernel feature done without (kInfo). Called on the
+  // thread that logs (a worker, the watchdog, a blocking-pool thread): see
+  // LogSink. Empty: stderr, each message prefixed "spindle: ".
+  LogSink on_log{};
 
   // Throws std::invalid_argument naming the offending setting. Rounds
   // ring_entries and stack_size up in place.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "spindle/base/log.hpp"
 #include "spindle/uring/operation.hpp"
 
 namespace spindle::uring {
@@ -21,6 +22,8 @@ struct RingOptions {
   // fuller SQ is submitted early). A power of two in [1, 32768]. The
   // completion queue is twice as large. Neither caps the operations in flight.
   unsigned entries = 1024;
+  // Where the ring's messages go (empty: stderr), on the ring's thread.
+  LogSink log{};
 };
 
 // Worker-affine: created on, and used only from, one thread (the ring is set up
@@ -103,7 +106,12 @@ class Ring {
   void cancel_list_unlink(Operation* op) noexcept;
   void drain_for_destruction() noexcept;
 
+  // io_uring_enter failures that leave the ring usable return; any other is
+  // logged through log_ and aborts the process.
+  void check_enter_result(int ret) const noexcept;
+
   io_uring ring_{};
+  const LogSink log_;
   unsigned entries_ = 0;
   bool defer_taskrun_ = false;
   bool dispatching_ = false;  // inside dispatch(): handlers may not service()/wait()
