@@ -15,10 +15,11 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -93,17 +94,17 @@ std::string run_capture(const std::string& exe, const std::vector<std::string>& 
   return out;
 }
 
-// The number after `"key" :` at or after `from` in fio's JSON report.
-double json_number(std::string_view json, std::size_t from, std::string_view key) {
-  const std::string quoted = fmt::format("\"{}\"", key);
-  std::size_t at = json.find(quoted, from);
-  check(at != std::string_view::npos, "fio: no \"{}\" in its JSON report", key);
-  at = json.find_first_not_of(" \t\n:", at + quoted.size());
-  double v = 0;
-  const auto [end, ec] =
-      std::from_chars(json.data() + std::min(at, json.size()), json.data() + json.size(), v);
-  check(ec == std::errc(), "fio: \"{}\" is not a number in its JSON report", key);
-  return v;
+// The number `report[path...]`, or a PerfError naming what is missing.
+double number_at(const nlohmann::json& report, std::initializer_list<const char*> path) {
+  const nlohmann::json* at = &report;
+  std::string where;
+  for (const char* key : path) {
+    where += fmt::format("[\"{}\"]", key);
+    check(at->is_object() && at->contains(key), "fio: no {} in its JSON report", where);
+    at = &(*at)[key];
+  }
+  check(at->is_number(), "fio: {} is not a number in its JSON report", where);
+  return at->get<double>();
 }
 
 }  // namespace
@@ -129,19 +130,18 @@ Row fio_file_randread(const Params& p) {
             "--norandommap", "--invalidate=0", "--output-format=json"});
 
   // One job entry (group_reporting): its error, its reads, its CPU share.
-  const std::size_t job = json.find("\"jobs\"");
-  check(job != std::string::npos, "fio: no \"jobs\" in its JSON report");
-  check(json_number(json, job, "error") == 0, "fio: the job reports error {}",
-        json_number(json, job, "error"));
-  const std::size_t read = json.find("\"read\"", job);
-  check(read != std::string::npos, "fio: no \"read\" in its JSON report");
-  const double ios = json_number(json, read, "total_ios");
-  const double iops = json_number(json, read, "iops");
-  const double runtime_s = json_number(json, read, "runtime") / 1e3;
+  const auto report = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  check(!report.is_discarded(), "fio: its report is not JSON: {}", json.substr(0, 200));
+  check(report.contains("jobs") && report["jobs"].is_array() && report["jobs"].size() == 1,
+        "fio: not one job in its JSON report");
+  const nlohmann::json& job = report["jobs"][0];
+  check(number_at(job, {"error"}) == 0, "fio: the job reports error {}", number_at(job, {"error"}));
+  const double ios = number_at(job, {"read", "total_ios"});
+  const double iops = number_at(job, {"read", "iops"});
+  const double runtime_s = number_at(job, {"read", "runtime"}) / 1e3;
   check(ios == static_cast<double>(n) && iops > 0, "fio: {} of {} reads done", ios, n);
   // usr_cpu and sys_cpu: percent of the run time, summed over the jobs.
-  const double cpu_s =
-      (json_number(json, read, "usr_cpu") + json_number(json, read, "sys_cpu")) / 100 * runtime_s;
+  const double cpu_s = (number_at(job, {"usr_cpu"}) + number_at(job, {"sys_cpu"})) / 100 * runtime_s;
 
   Row r = make_row("file_randread", "fio", p, n, {runtime_s, cpu_s}, "reads/s");
   r.rate = iops;  // fio's own figure: total_ios over its run time in ms

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -192,34 +193,15 @@ Row median(std::vector<Row> runs, const Headline& h) {
 
 // ---- JSON ---------------------------------------------------------------------
 
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  return fmt::format("{}", v);
-}
-
-// One object, one line.
+// One object, one line, its keys in the row's order (a number that is not
+// finite is null).
 std::string to_json(const Row& r) {
-  std::string s = fmt::format(
-      "{{\"workload\":{},\"impl\":{},\"workers\":{},\"n\":{},\"seconds\":{},\"rate\":{},"
-      "\"unit\":{}",
-      json_string(r.workload), json_string(r.impl), r.workers, r.n, json_number(r.seconds),
-      json_number(r.rate), json_string(r.unit));
-  for (const auto& e : r.extras)
-    s += fmt::format(",{}:{}", json_string(e.key), json_number(e.value));
-  return s + "}";
+  nlohmann::ordered_json j = {{"workload", r.workload}, {"impl", r.impl},
+                              {"workers", r.workers},   {"n", r.n},
+                              {"seconds", r.seconds},   {"rate", r.rate},
+                              {"unit", r.unit}};
+  for (const auto& e : r.extras) j[e.key] = e.value;
+  return j.dump();
 }
 
 // ---- the run ------------------------------------------------------------------

@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   g++ cmake ninja-build pkg-config
   liburing-dev libboost-context-dev libboost-fiber-dev libboost-dev
-  libfmt-dev libcli11-dev catch2 prometheus-cpp-dev libboost-stacktrace-dev
+  libfmt-dev libcli11-dev catch2 prometheus-cpp-dev libboost-stacktrace-dev nlohmann-json3-dev
   gdb curl wrk redis-tools
 )
 if [[ "${SPINDLE_BOOTSTRAP_EXTRA:-}" != "" ]]; then
