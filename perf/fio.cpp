@@ -44,7 +44,7 @@ std::string find_on_path(std::string_view name) {
     const auto colon = path.find(':');
     const std::string_view dir = path.substr(0, colon);
     const std::string file = fmt::format("{}/{}", dir.empty() ? "." : dir, name);
-    struct stat st {};
+    struct stat st{};
     if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0)
       return file;
     if (colon == std::string_view::npos) return "";
@@ -141,7 +141,8 @@ Row fio_file_randread(const Params& p) {
   const double runtime_s = number_at(job, {"read", "runtime"}) / 1e3;
   check(ios == static_cast<double>(n) && iops > 0, "fio: {} of {} reads done", ios, n);
   // usr_cpu and sys_cpu: percent of the run time, summed over the jobs.
-  const double cpu_s = (number_at(job, {"usr_cpu"}) + number_at(job, {"sys_cpu"})) / 100 * runtime_s;
+  const double cpu_s =
+      (number_at(job, {"usr_cpu"}) + number_at(job, {"sys_cpu"})) / 100 * runtime_s;
 
   Row r = make_row("file_randread", "fio", p, n, {runtime_s, cpu_s}, "reads/s");
   r.rate = iops;  // fio's own figure: total_ios over its run time in ms

@@ -14,13 +14,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -83,11 +83,9 @@ std::vector<Workload> workloads() {
   const Headline cpu_per_req{"server_cpu_s_per_req", "us", Better::kLower};
   auto at_least = [](double v) { return Target{Target::On::kHeadline, v}; };
   auto echo = [&](std::string_view name, std::size_t connections) {
-    return Variant{name,
-                   "raw-uring",
+    return Variant{name, "raw-uring",
                    [connections](const Params& p) { return spindle_echo(p, connections); },
-                   [connections](const Params& p) { return raw_echo(p, connections); },
-                   cpu_per_req,
+                   [connections](const Params& p) { return raw_echo(p, connections); }, cpu_per_req,
                    // CPU per request at most 0.9 times the raw loop's.
                    Target{Target::On::kRatio, 1 / 0.9}};
   };
@@ -196,10 +194,9 @@ Row median(std::vector<Row> runs, const Headline& h) {
 // One object, one line, its keys in the row's order (a number that is not
 // finite is null).
 std::string to_json(const Row& r) {
-  nlohmann::ordered_json j = {{"workload", r.workload}, {"impl", r.impl},
-                              {"workers", r.workers},   {"n", r.n},
-                              {"seconds", r.seconds},   {"rate", r.rate},
-                              {"unit", r.unit}};
+  nlohmann::ordered_json j = {
+      {"workload", r.workload}, {"impl", r.impl}, {"workers", r.workers}, {"n", r.n},
+      {"seconds", r.seconds},   {"rate", r.rate}, {"unit", r.unit}};
   for (const auto& e : r.extras) j[e.key] = e.value;
   return j.dump();
 }

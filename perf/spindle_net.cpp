@@ -2,10 +2,10 @@
 // worker, one fiber per connection running a plain read/write loop (as
 // apps/echo does), with net/'s default timeouts and read buffer.
 
-#include <memory>
-#include <span>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <span>
 #include <spindle/spindle.hpp>
 #include <string_view>
 #include <system_error>

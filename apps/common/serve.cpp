@@ -33,18 +33,17 @@ int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
   // would abort them.
   const Context root = this_fiber::context();
   auto acceptor = spawn([&] {
-    accept_loop(program, *listener, limit,
-                [&](net::TcpStream stream, ConnectionLimit::Slot slot) {
-                  root.spawn([stream = std::move(stream), slot = std::move(slot), &connections,
-                              handle]() mutable {
-                    const int fd = stream.native_handle();
-                    if (connections.add(fd)) {
-                      handle(stream);
-                      connections.remove(fd);
-                    }
-                    stream.close();
-                  });
-                });
+    accept_loop(program, *listener, limit, [&](net::TcpStream stream, ConnectionLimit::Slot slot) {
+      root.spawn(
+          [stream = std::move(stream), slot = std::move(slot), &connections, handle]() mutable {
+            const int fd = stream.native_handle();
+            if (connections.add(fd)) {
+              handle(stream);
+              connections.remove(fd);
+            }
+            stream.close();
+          });
+    });
   });
   auto sig = stop.wait();
   fmt::print("{}: {}, stopping\n", program,
@@ -54,8 +53,8 @@ int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
   (void)acceptor.join();
   listener->close();
   if (const std::size_t left = connections.stop(Clock::now() + seconds(flags.grace_s)); left > 0) {
-    fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n",
-               program, left, left == 1 ? "" : "s");
+    fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n", program,
+               left, left == 1 ? "" : "s");
   }
   return 0;
 }

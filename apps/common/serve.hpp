@@ -21,10 +21,10 @@ std::chrono::nanoseconds seconds(double s);
 
 // The flags every connection server takes. Plain value.
 struct ServerFlags {
-  std::string listen;        // --listen host:port
-  std::size_t workers = 2;   // --workers
-  double idle_s = 60;        // --idle-timeout: seconds a connection may stay silent
-  double grace_s = 10;       // --grace: seconds a stop waits for open connections
+  std::string listen;       // --listen host:port
+  std::size_t workers = 2;  // --workers
+  double idle_s = 60;       // --idle-timeout: seconds a connection may stay silent
+  double grace_s = 10;      // --grace: seconds a stop waits for open connections
   // --max-connections: open at once; 0, the default, takes as many as the
   // descriptor limit leaves room for (fd_limit.hpp).
   std::size_t max_connections = 0;
@@ -36,15 +36,13 @@ struct ServerFlags {
 
 // main() of a connection server once its flags are parsed. Blocks SIGINT and
 // SIGTERM, raises the soft descriptor limit to the hard one and sets the
-// connection limit (fd_limit.hpp), starts a runtime of flags.workers workers whose sockets close with
-// a FIN (the server often closes first, and zero linger would discard replies
-// still in the send queue), binds flags.listen (printing "<program>: listening
-// on <address> (<n> workers, up to <m> connections)"), and accepts until
-// SIGINT or SIGTERM. Each
-// connection runs handle(stream) on a fiber of its own and is closed after
-// (accept_loop.hpp: beyond flags.max_connections a connection is closed at
-// once; a failed accept is retried). On the signal it stops accepting, shuts down the read side of every
-// open connection, and waits up to flags.grace_s for them to end. Returns the
+// connection limit (fd_limit.hpp), starts a runtime of flags.workers workers whose sockets close
+// with a FIN (the server often closes first, and zero linger would discard replies still in the
+// send queue), binds flags.listen (printing "<program>: listening on <address> (<n> workers, up to
+// <m> connections)"), and accepts until SIGINT or SIGTERM. Each connection runs handle(stream) on a
+// fiber of its own and is closed after (accept_loop.hpp: beyond flags.max_connections a connection
+// is closed at once; a failed accept is retried). On the signal it stops accepting, shuts down the
+// read side of every open connection, and waits up to flags.grace_s for them to end. Returns the
 // exit code: 0, or 1 if the address cannot be bound or the runtime cannot
 // start (the reason printed on stderr). Call from the main thread, before any
 // other thread exists.

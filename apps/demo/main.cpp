@@ -3,6 +3,7 @@
 // two fibers and a temporary file), written as plain blocking code.
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <liburing.h>
 #include <unistd.h>
 
@@ -13,12 +14,9 @@
 #include <cstdio>
 #include <random>
 #include <span>
+#include <spindle/spindle.hpp>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-
-#include <spindle/spindle.hpp>
 
 namespace {
 
@@ -115,7 +113,8 @@ void pipeline(std::size_t n, Summary& s) {
 void pipe_ping_pong(std::size_t rounds, Summary& s) {
   const auto start = Clock::now();
   int ab[2], ba[2];
-  if (::pipe2(ab, O_CLOEXEC) != 0 || ::pipe2(ba, O_CLOEXEC) != 0) throw std::system_error(errno, std::system_category(), "pipe2");
+  if (::pipe2(ab, O_CLOEXEC) != 0 || ::pipe2(ba, O_CLOEXEC) != 0)
+    throw std::system_error(errno, std::system_category(), "pipe2");
   auto echo = spindle::spawn([&]() -> spindle::Result<void> {
     std::array<char, 8> buf{};
     for (std::size_t i = 0; i < rounds; ++i) {
@@ -178,7 +177,8 @@ void file_io(std::size_t writers, std::size_t blocks, Summary& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"spindle-demo: fibers sleeping, messaging and doing ring I/O as plain blocking code"};
+  CLI::App app{
+      "spindle-demo: fibers sleeping, messaging and doing ring I/O as plain blocking code"};
   std::size_t workers = 2;
   std::size_t fibers = 10000;
   std::size_t messages = 200000;
@@ -200,8 +200,9 @@ int main(int argc, char** argv) {
       file_io(16, 64, sum);
       return sum;
     });
-    fmt::print("done: {} workers, {} fibers, {} channel messages, {} ring operations in {:.0f} ms\n",
-               workers, s.fibers, s.messages, s.ring_ops, ms_since(start));
+    fmt::print(
+        "done: {} workers, {} fibers, {} channel messages, {} ring operations in {:.0f} ms\n",
+        workers, s.fibers, s.messages, s.ring_ops, ms_since(start));
     return 0;
   } catch (const std::exception& e) {
     fmt::print(stderr, "spindle-demo: {}\n", e.what());

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "request_parser.hpp"
-#include "spindle/sched/runtime.hpp"
 #include "response.hpp"
+#include "spindle/sched/runtime.hpp"
 
 namespace spindle::apps::http {
 namespace {

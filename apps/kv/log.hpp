@@ -142,15 +142,15 @@ class Log {
   std::uint64_t allocated_ = 0;
 
   spindle::Mutex mutex_;
-  spindle::CondVar work_;                          // the committer waits for records
-  spindle::CondVar done_;                          // waiters wait for written_/synced_
-  std::string pending_;                            // guarded by mutex_: encoded, not yet written
-  std::uint64_t appended_ = 0;                     // guarded by mutex_
-  std::uint64_t written_ = 0;                      // guarded by mutex_
-  std::uint64_t synced_ = 0;                       // guarded by mutex_
-  bool stopping_ = false;                          // guarded by mutex_
-  std::chrono::nanoseconds window_{0};             // set by start()
-  std::size_t clients_ = 0;                        // guarded by mutex_: live Client guards
+  spindle::CondVar work_;               // the committer waits for records
+  spindle::CondVar done_;               // waiters wait for written_/synced_
+  std::string pending_;                 // guarded by mutex_: encoded, not yet written
+  std::uint64_t appended_ = 0;          // guarded by mutex_
+  std::uint64_t written_ = 0;           // guarded by mutex_
+  std::uint64_t synced_ = 0;            // guarded by mutex_
+  bool stopping_ = false;               // guarded by mutex_
+  std::chrono::nanoseconds window_{0};  // set by start()
+  std::size_t clients_ = 0;             // guarded by mutex_: live Client guards
   // Guarded by mutex_: fibers in wait() that no write has released yet; how
   // many the last write released; writes so far (a waiter released by one
   // is no longer counted); whether the committer holds a window open.

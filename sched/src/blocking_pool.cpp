@@ -10,8 +10,7 @@ namespace {
 constexpr auto kKeepAlive = std::chrono::seconds(10);
 }
 
-BlockingPool::BlockingPool(std::size_t max_threads,
-                           std::function<void(BlockingTask*)> on_exception)
+BlockingPool::BlockingPool(std::size_t max_threads, std::function<void(BlockingTask*)> on_exception)
     : max_threads_(max_threads), on_exception_(std::move(on_exception)) {}
 
 BlockingPool::~BlockingPool() { close(); }
@@ -68,7 +67,8 @@ void BlockingPool::worker_main() {
     if (queue_.empty()) {
       if (!open_) return;
       ++idle_;
-      const bool woke = cv_.wait_for(lock, kKeepAlive, [this] { return !queue_.empty() || !open_; });
+      const bool woke =
+          cv_.wait_for(lock, kKeepAlive, [this] { return !queue_.empty() || !open_; });
       --idle_;
       if (!woke) {
         exited_.push_back(std::this_thread::get_id());

@@ -17,7 +17,7 @@ namespace spindle::detail {
 // plus four of its ticks is before `d`. False says nothing: read Clock::now().
 inline bool surely_ahead(Deadline d) noexcept {
   static const std::chrono::nanoseconds slack = [] {
-    struct timespec res {};
+    struct timespec res{};
     ::clock_getres(CLOCK_MONOTONIC_COARSE, &res);
     return 4 * std::chrono::nanoseconds(res.tv_nsec + res.tv_sec * 1'000'000'000L);
   }();

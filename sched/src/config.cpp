@@ -1,12 +1,11 @@
 #include "spindle/sched/config.hpp"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <bit>
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace spindle {
 namespace {
@@ -45,8 +44,9 @@ void Config::validate() {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   stack_size = (stack_size + page - 1) / page * page;
   if (idle_spinner.budget_us > idle_spinner.max_budget_us)
-    invalid(fmt::format("idle_spinner.budget_us ({}) must not exceed idle_spinner.max_budget_us ({})",
-                        idle_spinner.budget_us, idle_spinner.max_budget_us));
+    invalid(
+        fmt::format("idle_spinner.budget_us ({}) must not exceed idle_spinner.max_budget_us ({})",
+                    idle_spinner.budget_us, idle_spinner.max_budget_us));
   if (blocking_threads == 0) invalid("blocking_threads must be at least 1");
   if (timeout_wheel_tick <= std::chrono::nanoseconds::zero())
     invalid("timeout_wheel_tick must be positive");
@@ -60,7 +60,8 @@ void Config::validate() {
     invalid(fmt::format("stall_threshold ({} ms) must be between 0 (off) and 1 hour",
                         stall_threshold.count()));
   const auto horizon = std::max(connect_timeout, read_write_timeout);
-  const auto ticks = (horizon.count() + timeout_wheel_tick.count() - 1) / timeout_wheel_tick.count();
+  const auto ticks =
+      (horizon.count() + timeout_wheel_tick.count() - 1) / timeout_wheel_tick.count();
   if (static_cast<std::uint64_t>(ticks) + 1 > kMaxWheelSlots)
     invalid(fmt::format(
         "connect_timeout/read_write_timeout ({} ms) over timeout_wheel_tick ({} ns) needs more "

@@ -1,11 +1,12 @@
+#include "spindle/sched/fiber_local.hpp"
+
 #include <atomic>
 #include <stdexcept>
 #include <utility>
 #include <vector>
 
-#include "spindle/sched/fiber_local.hpp"
-#include "spindle/sched/pin.hpp"
 #include "spindle/sched/detail/core.hpp"
+#include "spindle/sched/pin.hpp"
 #include "worker.hpp"
 
 namespace spindle {

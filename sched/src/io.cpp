@@ -1,16 +1,16 @@
+#include "spindle/sched/io.hpp"
+
+#include <fmt/format.h>
 #include <liburing.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 
-#include <fmt/format.h>
-
 #include "coarse_clock.hpp"
 #include "io_request.hpp"
 #include "scheduler.hpp"
 #include "spindle/base/assert.hpp"
-#include "spindle/sched/io.hpp"
 #include "spindle/sched/this_fiber.hpp"
 #include "worker.hpp"
 

@@ -17,12 +17,12 @@
 // record (a fiber finishing on another worker would need a lookup there).
 #include "metrics.hpp"
 
-#include <algorithm>
-#include <stdexcept>
-
 #include <fmt/format.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <stdexcept>
 
 #include "global_queue.hpp"
 #include "scheduler.hpp"
@@ -289,9 +289,8 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   };
   {
     std::lock_guard lock(mutex_);
-    auto& spawned =
-        family("runtime_tasks_spawned_total", "Tasks spawned, by name, kind and execution.",
-               MetricType::Counter);
+    auto& spawned = family("runtime_tasks_spawned_total",
+                           "Tasks spawned, by name, kind and execution.", MetricType::Counter);
     auto& running = family("runtime_tasks_running",
                            "Tasks spawned and not yet finished, by name, kind and execution.",
                            MetricType::Gauge);
@@ -327,9 +326,9 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
       return static_cast<double>(static_cast<std::int64_t>(total[static_cast<std::size_t>(s)]));
     };
 
-    sample(family("runtime_pending_operations", "io_uring operations in flight.",
-                  MetricType::Gauge),
-           gauge(Stat::kPendingOperations));
+    sample(
+        family("runtime_pending_operations", "io_uring operations in flight.", MetricType::Gauge),
+        gauge(Stat::kPendingOperations));
     auto& parks = family("runtime_worker_parks_total",
                          "Times a worker went to sleep with nothing to run.", MetricType::Counter);
     for (std::size_t i = 0; i < pool_workers_; ++i) {
@@ -356,8 +355,7 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
         {"runtime_storage_reads_total", "Blob reads.", MetricType::Counter, Stat::kStorageReads},
         {"runtime_storage_read_bytes_total", "Bytes read from blobs.", MetricType::Counter,
          Stat::kStorageReadBytes},
-        {"runtime_storage_writes_total", "Blob writes.", MetricType::Counter,
-         Stat::kStorageWrites},
+        {"runtime_storage_writes_total", "Blob writes.", MetricType::Counter, Stat::kStorageWrites},
         {"runtime_storage_write_bytes_total", "Bytes written to blobs.", MetricType::Counter,
          Stat::kStorageWriteBytes},
         {"runtime_storage_syncs_total", "Blob syncs.", MetricType::Counter, Stat::kStorageSyncs},

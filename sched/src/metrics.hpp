@@ -3,6 +3,10 @@
 // other runtime_* metrics, and the collector that sums them at scrape time.
 #pragma once
 
+#include <prometheus/collectable.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -14,10 +18,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <prometheus/collectable.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/registry.h>
 
 #include "spindle/sched/detail/metrics.hpp"
 

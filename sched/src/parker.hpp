@@ -35,9 +35,7 @@ class Parker {
   // unpark() that set it, so the look for work that follows sees what that
   // waker published.
   void clear() noexcept { state_.exchange(0, std::memory_order_seq_cst); }
-  bool signalled() const noexcept {
-    return state_.load(std::memory_order_acquire) & kSignalled;
-  }
+  bool signalled() const noexcept { return state_.load(std::memory_order_acquire) & kSignalled; }
 
   // Owner: block on the futex until unpark() or `timeout`. Returns at once if
   // unpark() happened since clear(). Returns how long it really slept (zero if

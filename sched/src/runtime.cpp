@@ -46,6 +46,8 @@
 // threads do not); boost::context::fiber (its forced-unwind exceptions and
 // per-switch record cost more than raw fcontext with our own switch).
 
+#include "spindle/sched/runtime.hpp"
+
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -57,7 +59,6 @@
 #include "scheduler.hpp"
 #include "spindle/fiber/overflow.hpp"
 #include "spindle/sched/context.hpp"
-#include "spindle/sched/runtime.hpp"
 #include "spindle/uring/probe.hpp"
 #include "stall_detector.hpp"
 #include "worker.hpp"
@@ -236,10 +237,9 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
     if (name.empty()) name = identity->label;
   }
   if (!name.empty()) fiber->name = name;
-  const auto [record, slot] =
-      record_for(s, w, name,
-                 placement == Placement::kDedicated ? Execution::kDedicated : Execution::kShared,
-                 TaskKind::kTask);
+  const auto [record, slot] = record_for(
+      s, w, name, placement == Placement::kDedicated ? Execution::kDedicated : Execution::kShared,
+      TaskKind::kTask);
   fiber->record = record;
   // Counted even if refused below, and then finished at once (as the
   // reference does): runtime_tasks_spawned_total counts attempts.

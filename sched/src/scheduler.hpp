@@ -111,7 +111,6 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   void reap_dedicated(std::unique_lock<std::mutex>& lock);
 
  public:
-
   // Startup rendezvous: worker 0 starts the others one at a time, each
   // reporting whether its ring came up, then releases them all at once (or,
   // if one failed, tells the started ones to quit).

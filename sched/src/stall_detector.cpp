@@ -76,7 +76,7 @@ void install_capture_handler() {
     void* frame;
     Frames warm{&frame, 1, 0, 0};
     _Unwind_Backtrace(&record_frame, &warm);
-    struct sigaction sa {};
+    struct sigaction sa{};
     sa.sa_handler = &on_capture_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);

@@ -19,7 +19,7 @@
 namespace spindle::detail {
 namespace {
 
-constexpr int kBatch = 64;                 // fiber turns between two ring services
+constexpr int kBatch = 64;  // fiber turns between two ring services
 // A ring service dispatches at most as many completions as the run queue has
 // room for, and at least this many: the rest wait in the CQ. Every completion
 // makes a fiber ready; reaping them all at once would send thousands through
@@ -47,8 +47,8 @@ constexpr auto kStreakSlice = std::chrono::microseconds(100);
 // moves to the watcher.
 constexpr auto kWatchMin = std::chrono::microseconds(100);
 constexpr auto kWatchMax = std::chrono::microseconds(1600);
-constexpr std::size_t kStackCache = 64;    // stacks kept per worker
-constexpr std::uint64_t kIdBlock = 4096;   // fiber ids taken at a time
+constexpr std::size_t kStackCache = 64;   // stacks kept per worker
+constexpr std::uint64_t kIdBlock = 4096;  // fiber ids taken at a time
 constexpr auto kShutdownPoll = std::chrono::milliseconds(1);
 
 thread_local Worker* t_worker = nullptr;
@@ -345,8 +345,7 @@ void Worker::after_park(Fiber* f, const Suspend& s) noexcept {
     const std::uint64_t flag = w & kParkAborted;
     if (flag && kind == ParkKind::kInterruptible) break;
     if (f->wake_word.compare_exchange_weak(w, park_word(epoch, kind) | flag,
-                                           std::memory_order_seq_cst,
-                                           std::memory_order_relaxed)) {
+                                           std::memory_order_seq_cst, std::memory_order_relaxed)) {
       if (publish) publish(arg);
       return;
     }
@@ -550,7 +549,8 @@ void Worker::apply_mail() noexcept {
 
 std::size_t Worker::completion_budget() const noexcept {
   const std::size_t queued = run_queue_.len();
-  const std::size_t room = queued < RunQueue<Fiber>::kCapacity ? RunQueue<Fiber>::kCapacity - queued : 0;
+  const std::size_t room =
+      queued < RunQueue<Fiber>::kCapacity ? RunQueue<Fiber>::kCapacity - queued : 0;
   return std::max(room, kMinCompletions);
 }
 
@@ -560,9 +560,8 @@ void Worker::service() noexcept {
   stats_->set(Stat::kPendingOperations, ring_.pending());
   if (timers_.size() != 0 || !wheel_.empty()) {
     const Deadline now = Clock::now();
-    timers_.expire(now, [](Fiber* f, std::uint64_t epoch) {
-      wake_fiber(f, epoch, WakeReason::kTimedOut);
-    });
+    timers_.expire(
+        now, [](Fiber* f, std::uint64_t epoch) { wake_fiber(f, epoch, WakeReason::kTimedOut); });
     wheel_.advance(now, [](WheelEntry* e) { on_io_deadline(e); });
   }
   apply_mail();

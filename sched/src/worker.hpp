@@ -240,18 +240,18 @@ class Worker {
   const std::size_t index_;
   fiber::Context context_;  // this thread's own stack, where the loop runs
   Fiber* current_ = nullptr;
-  bool resuming_ = false;       // inside resume(): wakes may use next_
+  bool resuming_ = false;        // inside resume(): wakes may use next_
   int turns_left_ = 0;           // fiber turns left in this batch (resumes and hand-overs)
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
   // An exiting fiber's hand-over: not on its stack, which exit_to() abandons
   // (and ASan's fake stack with it) before the side taking over reads it.
   // Read by that side, on this worker, before the next exit here.
   Suspend exiting_;
-  Fiber* next_ = nullptr;        // the next-fiber slot (push_woken, run_next)
-  bool next_inherits_ = false;   // next_ continues the last fiber's thread of control
-  bool next_restored_ = false;   // next_ was put back by take_handoff: it goes first
-  bool concluding_ = false;      // inside conclude()'s cascade and finish: wakes inherit
-  std::uint32_t next_runs_ = 0;  // fibers taken from next_ in a row, not inheriting
+  Fiber* next_ = nullptr;             // the next-fiber slot (push_woken, run_next)
+  bool next_inherits_ = false;        // next_ continues the last fiber's thread of control
+  bool next_restored_ = false;        // next_ was put back by take_handoff: it goes first
+  bool concluding_ = false;           // inside conclude()'s cascade and finish: wakes inherit
+  std::uint32_t next_runs_ = 0;       // fibers taken from next_ in a row, not inheriting
   std::uint32_t inherited_runs_ = 0;  // ... inheriting
   std::uint32_t overtime_ = 0;        // ... past the budget of wakes
   Deadline overtime_start_{};         // when the first fiber past the budget was taken

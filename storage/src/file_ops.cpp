@@ -65,7 +65,7 @@ Result<void> unlink_at(int dirfd, const char* path, int flags) {
 }
 
 Result<std::uint64_t> file_size(int fd) {
-  struct statx st {};
+  struct statx st{};
   auto r = io_op([&](io_uring_sqe* sqe) noexcept {
     io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH, STATX_SIZE, &st);
   });

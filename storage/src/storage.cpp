@@ -108,7 +108,7 @@ Result<std::vector<Entry>> list_partition(const std::shared_ptr<detail::StorageS
       Entry entry{std::string(n)};
       unsigned char type = e->d_type;
       if (type == DT_UNKNOWN) {
-        struct stat sb {};
+        struct stat sb{};
         if (::fstatat(::dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
           type = S_ISREG(sb.st_mode) ? DT_REG : S_ISDIR(sb.st_mode) ? DT_DIR : DT_UNKNOWN;
         }

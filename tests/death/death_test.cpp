@@ -33,7 +33,8 @@ Outcome run_capturing_stderr(const char* path) {
   Outcome o;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0) o.err.append(buf, static_cast<std::size_t>(n));
+  while ((n = ::read(pipefd[0], buf, sizeof buf)) > 0)
+    o.err.append(buf, static_cast<std::size_t>(n));
   ::close(pipefd[0]);
   REQUIRE(::waitpid(pid, &o.status, 0) == pid);
   return o;

@@ -1,6 +1,5 @@
 // Overflows the stack of a named fiber; the runtime must report it and abort.
 #include <cstdio>
-
 #include <spindle/spindle.hpp>
 
 namespace {

@@ -133,12 +133,11 @@ TEST_CASE("spindle-echo holds 15,000 concurrent connections, each answered as it
   using spindle::test::kManyConnections;
   spindle::test::require_fds_for_connections(kManyConnections);
   Server server(kEcho);
-  const auto r = spindle::test::open_many(server.port(), kManyConnections,
-                                          [](Client& c, std::size_t i) {
-                                            const std::string msg = "connection " +
-                                                                    std::to_string(i) + "\n";
-                                            return c.send_all(msg) && c.recv_n(msg.size()) == msg;
-                                          });
+  const auto r =
+      spindle::test::open_many(server.port(), kManyConnections, [](Client& c, std::size_t i) {
+        const std::string msg = "connection " + std::to_string(i) + "\n";
+        return c.send_all(msg) && c.recv_n(msg.size()) == msg;
+      });
   spindle::test::check_many_connections(r, kManyConnections);
   // The stop ends 15,000 fibers: seconds under the sanitizers.
   const auto code = server.stop(SIGTERM, Ms(60'000));

@@ -25,8 +25,8 @@ spindle::test::Finished run_gdb(const std::vector<std::string>& commands) {
   // LeakSanitizer cannot run under ptrace: its exit-time check would abort
   // the fixture. The later detect_leaks wins over one in ASAN_OPTIONS.
   const char* asan = std::getenv("ASAN_OPTIONS");
-  argv.insert(argv.end(), {"-ex", "set environment ASAN_OPTIONS=" +
-                                      std::string(asan ? asan : "") + ":detect_leaks=0"});
+  argv.insert(argv.end(), {"-ex", "set environment ASAN_OPTIONS=" + std::string(asan ? asan : "") +
+                                      ":detect_leaks=0"});
 #endif
   argv.insert(argv.end(), {"-ex", "run"});
   for (const auto& c : commands) {

@@ -313,8 +313,8 @@ TEST_CASE("spindle-http holds 15,000 concurrent connections, each answered as it
   using spindle::test::kManyConnections;
   spindle::test::require_fds_for_connections(kManyConnections);
   Server server(kHttp);
-  const auto r = spindle::test::open_many(
-      server.port(), kManyConnections, [](Client& c, std::size_t) {
+  const auto r =
+      spindle::test::open_many(server.port(), kManyConnections, [](Client& c, std::size_t) {
         if (!c.send_all(kGet)) return false;
         const std::string reply = c.recv_until("Hello, World!", 1);
         return reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.ends_with("\r\n\r\nHello, World!");

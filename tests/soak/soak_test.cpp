@@ -134,7 +134,6 @@ bool exchange(Kind kind, Client& c, spindle::test::Xorshift& rng, Tally& tally, 
                                : kv_once(c, rng, tally, id);
 }
 
-
 // Connects, exchanges a random number of times, then closes cleanly or
 // injects a disconnect; over and over until `until`.
 void client(Kind kind, int port, int id, Clock::time_point until, Tally& tally) {
@@ -266,11 +265,9 @@ TEST_CASE("soak: echo - http and kv under mixed load with disconnects hold memor
     const auto [kind, port] = servers[i];
     Held h{kind, 100 + i, {}};
     spindle::test::Xorshift rng(0x0be40000u + static_cast<std::uint64_t>(i));
-    h.clients = spindle::test::open_connections(port, kHeld,
-                                                [&](Client& c, std::size_t) {
-                                                  return exchange(kind, c, rng, tally, h.id);
-                                                })
-                    .clients;
+    h.clients = spindle::test::open_connections(port, kHeld, [&](Client& c, std::size_t) {
+                  return exchange(kind, c, rng, tally, h.id);
+                }).clients;
     INFO(names[i]);
     REQUIRE(h.clients.size() == kHeld);
     held.push_back(std::move(h));

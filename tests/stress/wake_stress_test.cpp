@@ -1,8 +1,8 @@
 // Stress: cross-worker wakes under random timing must never be lost. Seeded:
 // the seed is printed; SPINDLE_SEED=<n> replays it. Bounded: a lost wake-up
 // shows as the deadline passing, not as a hang.
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
@@ -44,8 +44,7 @@ constexpr auto kDeadline = 120s;
 
 }  // namespace
 
-TEST_CASE("stress: a million cross-worker channel wakes with random sleeps lose none",
-          "[stress]") {
+TEST_CASE("stress: a million cross-worker channel wakes with random sleeps lose none", "[stress]") {
   const std::uint64_t seed = test_seed();
   std::printf("stress seed = %llu (replay with SPINDLE_SEED=%llu)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
@@ -93,8 +92,7 @@ TEST_CASE("stress: a million cross-worker channel wakes with random sleeps lose 
   CHECK(messages >= 1'000'000);
 }
 
-TEST_CASE("stress: fibers and plain threads wake each other through every primitive",
-          "[stress]") {
+TEST_CASE("stress: fibers and plain threads wake each other through every primitive", "[stress]") {
   const std::uint64_t seed = test_seed();
   std::printf("stress seed = %llu (replay with SPINDLE_SEED=%llu)\n",
               static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));

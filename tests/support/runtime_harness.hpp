@@ -10,9 +10,8 @@
 #include <chrono>
 #include <cstddef>
 #include <initializer_list>
-#include <utility>
-
 #include <spindle/spindle.hpp>
+#include <utility>
 
 #include "thread_safe_catch.hpp"
 
@@ -33,8 +32,7 @@ inline std::size_t open_fd_count() {
 // Runs `body` as the root fiber on each worker count. `body` must be
 // copyable (it runs once per count).
 template <class F>
-void on_workers(F body, std::initializer_list<std::size_t> counts = {1, 2, 4},
-                Config base = {}) {
+void on_workers(F body, std::initializer_list<std::size_t> counts = {1, 2, 4}, Config base = {}) {
   for (std::size_t workers : counts) {
     INFO("workers = " << workers);
     const std::size_t fds = open_fd_count();

@@ -129,16 +129,16 @@ std::string setup_failure_message(int err, unsigned entries) {
 void Ring::check_enter_result(int ret) const noexcept {
   // The caller reaps what is there and the next turn retries the submission.
   if (ret >= 0 || ret == -EINTR || ret == -EAGAIN || ret == -EBUSY || ret == -ETIME) return;
-  write_log(log_, LogLevel::kError,
-            std::string("io_uring service failed: ") + std::strerror(-ret) +
-                (ret == -EEXIST
-                     ? " (the ring was used from a thread other than the one that created it; "
-                       "rings are IORING_SETUP_SINGLE_ISSUER)"
-                 : ret == -EBADR
-                     ? " (the kernel dropped completions: its completion queue was full and it "
-                       "could not allocate memory to hold more; the operations they belonged "
-                       "to can never end)"
-                     : ""));
+  write_log(
+      log_, LogLevel::kError,
+      std::string("io_uring service failed: ") + std::strerror(-ret) +
+          (ret == -EEXIST ? " (the ring was used from a thread other than the one that created it; "
+                            "rings are IORING_SETUP_SINGLE_ISSUER)"
+           : ret == -EBADR
+               ? " (the kernel dropped completions: its completion queue was full and it "
+                 "could not allocate memory to hold more; the operations they belonged "
+                 "to can never end)"
+               : ""));
   std::abort();
 }
 

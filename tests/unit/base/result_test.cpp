@@ -1,8 +1,8 @@
+#include "spindle/base/result.hpp"
+
 #include <catch2/catch.hpp>
 #include <memory>
 #include <system_error>
-
-#include "spindle/base/result.hpp"
 
 using spindle::errc;
 using spindle::Result;

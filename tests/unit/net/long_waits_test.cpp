@@ -126,8 +126,7 @@ TEST_CASE("thousands of reads waiting on one worker do not hold up its accepts a
 
         for (std::size_t i = 0; i < kWaiters; ++i) {
           const std::string word = std::to_string(i);
-          REQUIRE(::write(pipes[i], word.data(), word.size()) ==
-                  static_cast<ssize_t>(word.size()));
+          REQUIRE(::write(pipes[i], word.data(), word.size()) == static_cast<ssize_t>(word.size()));
         }
         std::size_t right = 0;
         for (std::size_t i = 0; i < kWaiters; ++i) {

@@ -1,10 +1,9 @@
 #include <dirent.h>
 
 #include <catch2/catch.hpp>
+#include <spindle/spindle.hpp>
 #include <stdexcept>
 #include <string>
-
-#include <spindle/spindle.hpp>
 
 using spindle::Config;
 

@@ -48,7 +48,6 @@ FiberLocal<int> g_number;
 FiberLocal<std::string> g_name;
 FiberLocal<Counted> g_counted;
 
-
 // Keeps the workers busy (and stealing) until `stop`.
 spindle::JoinHandle<void> spawn_busy(std::atomic<bool>& stop) {
   return spindle::spawn([&stop] {

@@ -42,7 +42,8 @@ TEST_CASE("idle workers with I/O in flight burn no CPU either", "[idle]") {
     char c;
     // A read that never completes keeps the worker's ring busy while it parks.
     spindle::spawn([&] {
-      (void)spindle::io_op([&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &c, 1, 0); });
+      (void)spindle::io_op(
+          [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &c, 1, 0); });
     });
     (void)spindle::this_fiber::sleep_for(50ms);
     const auto before = process_cpu();

@@ -35,8 +35,8 @@ struct Pipe {
 };
 
 spindle::Result<int> ring_read(int fd, char* buf, unsigned len, spindle::IoOptions o = {}) {
-  return spindle::io_op([&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, buf, len, 0); },
-                        o);
+  return spindle::io_op(
+      [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, buf, len, 0); }, o);
 }
 
 spindle::Result<int> ring_write(int fd, const char* buf, unsigned len, spindle::IoOptions o = {}) {
@@ -233,8 +233,8 @@ TEST_CASE("an aborted fiber's cancellable op fails at once, its write still comp
     const std::string tail = "tail-bytes";
     auto h = spindle::spawn([&]() -> std::pair<int, int> {
       // Never cancelled: returns only when the kernel took the bytes.
-      auto w = ring_write(p.w, tail.data(), static_cast<unsigned>(tail.size()),
-                          {.cancellable = false});
+      auto w =
+          ring_write(p.w, tail.data(), static_cast<unsigned>(tail.size()), {.cancellable = false});
       char c;
       auto r = ring_read(p.r, &c, 1);  // aborted by now: fails at once
       return {w ? *w : -1, r ? 1 : (r.error() == errc::aborted ? 0 : -2)};
@@ -270,9 +270,8 @@ TEST_CASE("an operation beyond max_io_in_flight fails at once with io_limit", "[
         std::array<std::array<char, 4>, kLimit> bufs{};
         std::vector<spindle::JoinHandle<int>> readers;
         for (int i = 0; i < kLimit; ++i) {
-          readers.push_back(spindle::spawn([&, i] {
-            return ring_read(pipes[i].r, bufs[i].data(), 4).value();
-          }));
+          readers.push_back(
+              spindle::spawn([&, i] { return ring_read(pipes[i].r, bufs[i].data(), 4).value(); }));
         }
         (void)tf::sleep_for(2ms);  // one worker: every reader is parked in its read
         Pipe extra;
@@ -303,9 +302,11 @@ TEST_CASE("many concurrent ring ops from many fibers", "[io]") {
         out.fill(static_cast<char>('A' + i % 26));
         for (int k = 0; k < 8; ++k) {
           const auto off = static_cast<__u64>((i * 8 + k) * 512);
-          auto w = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-            io_uring_prep_write(sqe, fd, out.data(), 512, off);
-          }, {.cancellable = false});
+          auto w = spindle::io_op(
+              [&](io_uring_sqe* sqe) noexcept {
+                io_uring_prep_write(sqe, fd, out.data(), 512, off);
+              },
+              {.cancellable = false});
           auto r = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
             io_uring_prep_read(sqe, fd, in.data(), 512, off);
           });

@@ -66,10 +66,8 @@ TEST_CASE("on_log receives a task's exception, a limit reached and runtime_log's
 
         spindle::runtime_log(LogLevel::kInfo, "a note from a fiber");
       },
-      spindle::Config{.workers = 1,
-                      .max_io_in_flight = 1,
-                      .catch_exceptions = true,
-                      .on_log = got.sink()});
+      spindle::Config{
+          .workers = 1, .max_io_in_flight = 1, .catch_exceptions = true, .on_log = got.sink()});
   CHECK(got.count(LogLevel::kError, "fiber") == 1);
   CHECK(got.count(LogLevel::kError, "'thrower' exited by exception: boom") == 1);
   CHECK(got.count(LogLevel::kWarning, "Config::max_io_in_flight") == 1);

@@ -46,13 +46,15 @@ TEST_CASE("a million spawns before the first yield keep peak RSS under 1 GiB", "
 #if defined(SPINDLE_ASAN) || defined(SPINDLE_TSAN)
   SPINDLE_SKIP("peak RSS is meaningless under a sanitizer's shadow memory");
 #endif
-  std::size_t ran = spindle::test::run([] {
-    std::atomic<std::size_t> n{0};
-    for (int i = 0; i < 1'000'000; ++i) spindle::spawn([&n] { n.fetch_add(1); });
-    // Only now let them run, and wait for all.
-    while (n.load() < 1'000'000) (void)tf::sleep_for(1ms);
-    return n.load();
-  }, spindle::Config{.workers = 2});
+  std::size_t ran = spindle::test::run(
+      [] {
+        std::atomic<std::size_t> n{0};
+        for (int i = 0; i < 1'000'000; ++i) spindle::spawn([&n] { n.fetch_add(1); });
+        // Only now let them run, and wait for all.
+        while (n.load() < 1'000'000) (void)tf::sleep_for(1ms);
+        return n.load();
+      },
+      spindle::Config{.workers = 2});
   CHECK(ran == 1'000'000);
   CHECK(peak_rss_kib() < 1024 * 1024);
 }
@@ -65,7 +67,9 @@ TEST_CASE("100,000 parked fibers fit with guard pages under the default vm.max_m
   spindle::test::run([] {
     auto& sched = spindle::detail::current_worker()->scheduler();
     if (sched.stack_pool.guard_mode() != spindle::fiber::GuardMode::kMadvise) {
-      SPINDLE_SKIP("MADV_GUARD_INSTALL (Linux 6.13+) is missing: mprotect guards take two mappings per stack");
+      SPINDLE_SKIP(
+          "MADV_GUARD_INSTALL (Linux 6.13+) is missing: mprotect guards take two mappings per "
+          "stack");
     }
     constexpr int kFibers = 100'000;
     spindle::Event release;

@@ -317,7 +317,8 @@ TEST_CASE("run queue: a steal into a queue without room for half a queue takes n
   std::vector<int> items(300);
   auto no_overflow = [](int**, std::size_t) { FAIL("unexpected overflow"); };
   for (int i = 0; i < 10; ++i) src.push_back(&items[static_cast<std::size_t>(i)], no_overflow);
-  for (int i = 0; i < 200; ++i) dst.push_back(&items[static_cast<std::size_t>(100 + i)], no_overflow);
+  for (int i = 0; i < 200; ++i)
+    dst.push_back(&items[static_cast<std::size_t>(100 + i)], no_overflow);
   CHECK(src.steal_into(dst) == nullptr);
   CHECK(src.len() == 10);
   CHECK(dst.len() == 200);

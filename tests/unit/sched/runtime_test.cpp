@@ -1,5 +1,5 @@
-#include <catch2/catch.hpp>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -217,7 +217,8 @@ TEST_CASE("a fiber aborted before it starts never runs its body", "[abort]") {
       spindle::Config{.workers = 1});
 }
 
-TEST_CASE("supervision: a fiber ends, its descendants are aborted and siblings survive", "[supervision]") {
+TEST_CASE("supervision: a fiber ends, its descendants are aborted and siblings survive",
+          "[supervision]") {
   spindle::test::on_workers([] {
     spindle::Event child_started, grandchild_started;
     std::atomic<int> child_result{-1}, grandchild_result{-1}, sibling_done{0};
@@ -387,7 +388,8 @@ TEST_CASE("the blocking pool never runs more than blocking_threads at once", "[b
       {2}, spindle::Config{.blocking_threads = 2});
 }
 
-TEST_CASE("spawn_dedicated runs on its own thread and its children run on the pool", "[dedicated]") {
+TEST_CASE("spawn_dedicated runs on its own thread and its children run on the pool",
+          "[dedicated]") {
   spindle::test::on_workers([] {
     std::set<std::thread::id> pool;
     pool.insert(std::this_thread::get_id());

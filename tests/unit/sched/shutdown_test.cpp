@@ -49,9 +49,8 @@ TEST_CASE("shutdown aborts fibers pending on every worker and waits for them", "
           spindle::spawn([&] {
             started.done();
             char c;
-            auto r = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-              io_uring_prep_read(sqe, fds[0], &c, 1, 0);
-            });
+            auto r = spindle::io_op(
+                [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &c, 1, 0); });
             if (!r && r.error() == errc::aborted) readers++;
           });
         }
@@ -95,9 +94,11 @@ TEST_CASE("a write started by an aborted fiber completes during shutdown", "[shu
   rt.run([&] {
     spindle::spawn([&] {
       started = true;
-      (void)spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-        io_uring_prep_write(sqe, fd, data.data(), static_cast<unsigned>(data.size()), 0);
-      }, {.cancellable = false});
+      (void)spindle::io_op(
+          [&](io_uring_sqe* sqe) noexcept {
+            io_uring_prep_write(sqe, fd, data.data(), static_cast<unsigned>(data.size()), 0);
+          },
+          {.cancellable = false});
     });
     while (!started) (void)tf::yield();
   });

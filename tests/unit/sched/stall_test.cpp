@@ -32,13 +32,13 @@ void hog_worker(std::chrono::milliseconds d) {
 
 std::vector<std::string> run_hog(std::chrono::milliseconds threshold) {
   Reports reports;
-  spindle::Runtime rt(spindle::Config{
-      .workers = 2,
-      .stall_threshold = threshold,
-      .on_log = [&](spindle::LogLevel level, std::string_view r) {
-        std::lock_guard lock(reports.mutex);
-        if (level == spindle::LogLevel::kWarning) reports.lines.emplace_back(r);
-      }});
+  spindle::Runtime rt(spindle::Config{.workers = 2,
+                                      .stall_threshold = threshold,
+                                      .on_log = [&](spindle::LogLevel level, std::string_view r) {
+                                        std::lock_guard lock(reports.mutex);
+                                        if (level == spindle::LogLevel::kWarning)
+                                          reports.lines.emplace_back(r);
+                                      }});
   rt.run([] { CHECK(spindle::spawn("hog", [] { hog_worker(300ms); }).join()); });
   return reports.take();
 }

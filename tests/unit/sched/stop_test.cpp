@@ -115,7 +115,9 @@ TEST_CASE("stop: concurrent first stops agree on one code", "[stop]") {
     REQUIRE(code.has_value());
     CHECK(*code >= 100);
     CHECK(*code < 100 + kStoppers);
-    { StopSignal dropped = std::move(before); }
+    {
+      StopSignal dropped = std::move(before);
+    }
     for (auto& h : hs) CHECK(h.join().value());
     CHECK(ctx.stopped().value() == *code);
   });

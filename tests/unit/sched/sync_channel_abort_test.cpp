@@ -28,8 +28,6 @@ constexpr int kStreamValues = 2'000;
 constexpr int kStreamValues = 10'000;
 #endif
 
-
-
 std::vector<int> iota_vector(int n) {
   std::vector<int> v(static_cast<std::size_t>(n));
   std::iota(v.begin(), v.end(), 0);

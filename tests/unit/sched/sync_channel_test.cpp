@@ -40,7 +40,6 @@ constexpr int kStreamValues = 10'000;
 
 constexpr std::array<std::size_t, 3> kCapacities{0, 1, 8};
 
-
 template <class T>
 std::vector<T> iota_vector(T n) {
   std::vector<T> v(static_cast<std::size_t>(n));

@@ -28,8 +28,6 @@ constexpr int kItemsPerProducer = 500;
 constexpr int kItemsPerProducer = 5000;
 #endif
 
-
-
 }  // namespace
 
 TEST_CASE("condvar: bounded producer/consumer with predicate waits delivers every item once",

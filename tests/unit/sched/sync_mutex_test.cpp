@@ -27,7 +27,6 @@ constexpr int kRounds = 3000;
 
 // Long enough for a fiber that should stay blocked to run if it wrongly could.
 
-
 // A lock/increment/unlock loop that counts overlapping holders. Works on a
 // fiber and on a plain thread (tf::yield is std::this_thread::yield there).
 struct Contended {

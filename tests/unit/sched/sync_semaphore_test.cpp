@@ -27,8 +27,6 @@ constexpr int kRounds = 40;
 constexpr int kRounds = 200;
 #endif
 
-
-
 }  // namespace
 
 TEST_CASE("semaphore: holders never exceed the permits", "[semaphore]") {

@@ -340,9 +340,8 @@ TEST_CASE("a damaged header is a loud blob_corrupt error and the file is left al
   for (const auto& c : cases) {
     INFO(c.what);
     spindle::test::write_file(file, c.bytes);
-    with_storage(dir, [](Storage& st) {
-      CHECK(st.open("p", "b", {0, 10}).error() == errc::blob_corrupt);
-    });
+    with_storage(
+        dir, [](Storage& st) { CHECK(st.open("p", "b", {0, 10}).error() == errc::blob_corrupt); });
     CHECK(spindle::test::read_file(file) == c.bytes);
   }
 }

@@ -103,8 +103,7 @@ TEST_CASE("uring ring: service() and wait() dispatch at most the completions ask
   for (const NopOp& op : ops) CHECK(op.calls == 1);
 }
 
-TEST_CASE("uring ring: operations in flight are not capped by the ring's size",
-          "[uring][ring]") {
+TEST_CASE("uring ring: operations in flight are not capped by the ring's size", "[uring][ring]") {
   // Ten times the SQ and five times the CQ (twice the SQ): reads that wait for
   // ever must not hold up later operations, and completions beyond the CQ wait
   // in the kernel's overflow list until dispatched.

@@ -9,7 +9,7 @@
 namespace spindle::detail {
 
 [[noreturn, gnu::cold, gnu::noinline]] inline void assert_fail(const char* cond, const char* msg,
-                                                                const char* file, int line) {
+                                                               const char* file, int line) {
   std::fprintf(stderr, "spindle: invariant broken at %s:%d: %s%s%s\n", file, line, cond,
                msg[0] ? ": " : "", msg);
   std::fflush(stderr);
@@ -18,10 +18,10 @@ namespace spindle::detail {
 
 }  // namespace spindle::detail
 
-#define SPINDLE_ASSERT(cond, ...)                                                       \
-  do {                                                                                 \
-    if (__builtin_expect(!(cond), 0))                                                  \
-      ::spindle::detail::assert_fail(#cond, "" __VA_ARGS__, __FILE__, __LINE__);      \
+#define SPINDLE_ASSERT(cond, ...)                                                \
+  do {                                                                           \
+    if (__builtin_expect(!(cond), 0))                                            \
+      ::spindle::detail::assert_fail(#cond, "" __VA_ARGS__, __FILE__, __LINE__); \
   } while (0)
 
 #ifdef SPINDLE_DEBUG

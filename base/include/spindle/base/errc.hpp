@@ -9,12 +9,12 @@
 namespace spindle {
 
 enum class errc : int {
-  aborted = 1,       // the calling fiber (or the task joined) was aborted
-  timed_out,         // a deadline expired before the operation completed
-  closed,            // the object (channel, stream, runtime) is closed
-  exited,            // the joined task ended by throwing (catch_exceptions = true)
-  blob_corrupt,      // a blob's header or contents failed validation
-  version_mismatch,  // a blob's version is outside the accepted range
+  aborted = 1,          // the calling fiber (or the task joined) was aborted
+  timed_out,            // a deadline expired before the operation completed
+  closed,               // the object (channel, stream, runtime) is closed
+  exited,               // the joined task ended by throwing (catch_exceptions = true)
+  blob_corrupt,         // a blob's header or contents failed validation
+  version_mismatch,     // a blob's version is outside the accepted range
   blob_missing,         // storage: the blob to remove does not exist
   partition_missing,    // storage: the partition does not exist
   partition_invalid,    // storage: a partition name outside [A-Za-z0-9_-]+
@@ -30,17 +30,28 @@ class ErrcCategory final : public std::error_category {
   const char* name() const noexcept override { return "spindle"; }
   std::string message(int value) const override {
     switch (static_cast<errc>(value)) {
-      case errc::aborted: return "aborted";
-      case errc::timed_out: return "timed out";
-      case errc::closed: return "closed";
-      case errc::exited: return "task exited with an exception";
-      case errc::blob_corrupt: return "blob corrupt";
-      case errc::version_mismatch: return "blob version mismatch";
-      case errc::blob_missing: return "blob missing";
-      case errc::partition_missing: return "partition missing";
-      case errc::partition_invalid: return "partition name invalid";
-      case errc::partition_corrupt: return "partition corrupt";
-      case errc::insufficient_length: return "read past the end of the blob";
+      case errc::aborted:
+        return "aborted";
+      case errc::timed_out:
+        return "timed out";
+      case errc::closed:
+        return "closed";
+      case errc::exited:
+        return "task exited with an exception";
+      case errc::blob_corrupt:
+        return "blob corrupt";
+      case errc::version_mismatch:
+        return "blob version mismatch";
+      case errc::blob_missing:
+        return "blob missing";
+      case errc::partition_missing:
+        return "partition missing";
+      case errc::partition_invalid:
+        return "partition name invalid";
+      case errc::partition_corrupt:
+        return "partition corrupt";
+      case errc::insufficient_length:
+        return "read past the end of the blob";
       case errc::io_limit:
         return "too many I/O operations in flight on one worker (Config::max_io_in_flight)";
     }

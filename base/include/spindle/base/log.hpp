@@ -27,8 +27,7 @@ inline void write_log_to_stderr(LogLevel level, std::string_view message) noexce
   const char* kind = level == LogLevel::kWarning ? "warning: "
                      : level == LogLevel::kInfo  ? "note: "
                                                  : "";
-  std::fprintf(stderr, "spindle: %s%.*s\n", kind, static_cast<int>(message.size()),
-               message.data());
+  std::fprintf(stderr, "spindle: %s%.*s\n", kind, static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
 }
 

@@ -57,15 +57,15 @@ class StackPool {
   // least one, or throws). Requires mutex_ held.
   std::size_t carve(Stack* out);
 
-  std::size_t stack_size_;   // usable bytes per stack
-  std::size_t stride_;       // guard + stack
-  std::size_t per_slab_;     // stacks per slab
+  std::size_t stack_size_;  // usable bytes per stack
+  std::size_t stride_;      // guard + stack
+  std::size_t per_slab_;    // stacks per slab
   GuardMode guard_mode_;
   mutable std::mutex mutex_;
-  std::vector<Stack> free_;          // guarded by mutex_
-  std::vector<void*> slabs_;         // guarded by mutex_
-  std::size_t slab_next_ = 0;        // next uncarved index in slabs_.back(); guarded by mutex_
-  std::size_t in_use_ = 0;           // guarded by mutex_
+  std::vector<Stack> free_;    // guarded by mutex_
+  std::vector<void*> slabs_;   // guarded by mutex_
+  std::size_t slab_next_ = 0;  // next uncarved index in slabs_.back(); guarded by mutex_
+  std::size_t in_use_ = 0;     // guarded by mutex_
 };
 
 // Worker-affine (not thread-safe). A bounded LIFO cache in front of a StackPool,

@@ -50,9 +50,8 @@ Result<int> io_op(Prepare&& prepare, const IoOptions& options = {}) {
   using P = std::remove_reference_t<Prepare>;
   static_assert(std::is_nothrow_invocable_v<P&, io_uring_sqe*>,
                 "the prepare callable must be noexcept(io_uring_sqe*)");
-  return detail::run_io(
-      [](void* ctx, io_uring_sqe* sqe) noexcept { (*static_cast<P*>(ctx))(sqe); },
-      const_cast<std::remove_const_t<P>*>(&prepare), options);
+  return detail::run_io([](void* ctx, io_uring_sqe* sqe) noexcept { (*static_cast<P*>(ctx))(sqe); },
+                        const_cast<std::remove_const_t<P>*>(&prepare), options);
 }
 
 }  // namespace spindle

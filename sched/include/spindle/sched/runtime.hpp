@@ -67,7 +67,8 @@ class RuntimeHandle {
   StopSignal stopped() const { return context().stopped(); }
 
   // Internal: handles come from current_runtime().
-  explicit RuntimeHandle(std::shared_ptr<detail::Scheduler> s) noexcept : scheduler_(std::move(s)) {}
+  explicit RuntimeHandle(std::shared_ptr<detail::Scheduler> s) noexcept
+      : scheduler_(std::move(s)) {}
 
  private:
   std::shared_ptr<detail::Scheduler> scheduler_;

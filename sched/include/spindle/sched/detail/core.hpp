@@ -97,9 +97,7 @@ class BlockingTaskImpl final : public BlockingTask, public ResultCell<T> {
  public:
   template <class G>
   explicit BlockingTaskImpl(G&& fn) : fn_(std::forward<G>(fn)) {}
-  void run() override {
-    run_body_into(fn_, static_cast<ResultCell<T>&>(*this));
-  }
+  void run() override { run_body_into(fn_, static_cast<ResultCell<T>&>(*this)); }
   void discard() noexcept override { fn_.reset(); }
 
  private:

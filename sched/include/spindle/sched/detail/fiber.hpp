@@ -98,9 +98,9 @@ class Fiber : public Task {
   // still join it. Any thread.
   std::atomic<bool> claimable{false};
 
-  Fiber* next = nullptr;      // queue link while ready in a worker's pinned list
-  Worker* pinned = nullptr;   // if set, resumes only on this worker
-  Worker* timer_owner = nullptr;  // worker holding the current park's timer
+  Fiber* next = nullptr;                   // queue link while ready in a worker's pinned list
+  Worker* pinned = nullptr;                // if set, resumes only on this worker
+  Worker* timer_owner = nullptr;           // worker holding the current park's timer
   std::atomic<Worker*> io_owner{nullptr};  // worker whose ring holds the kIo park's op
   uring::Operation* io_op = nullptr;       // valid while parked in kIo
 
@@ -131,9 +131,7 @@ class FiberImpl final : public Fiber, public ResultCell<T> {
   template <class G>
   FiberImpl(Scheduler& s, G&& fn) : Fiber(s), fn_(std::forward<G>(fn)) {}
 
-  void run() override {
-    run_body_into(fn_, static_cast<ResultCell<T>&>(*this));
-  }
+  void run() override { run_body_into(fn_, static_cast<ResultCell<T>&>(*this)); }
   void discard() noexcept override { fn_.reset(); }
   void drop_value() noexcept override {
     if constexpr (!std::is_void_v<T>) this->value.reset();

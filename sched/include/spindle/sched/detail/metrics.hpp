@@ -5,6 +5,10 @@
 // users see Context::child/with_attribute/register_* and metrics_text().
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -12,10 +16,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
 
 namespace spindle::detail {
 

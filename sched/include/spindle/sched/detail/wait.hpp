@@ -64,10 +64,10 @@ struct WaitNode {
   WaitNode* prev = nullptr;
   WaitNode* next = nullptr;
   bool linked = false;
-  Fiber* fiber = nullptr;    // null for a thread waiter
-  std::uint64_t epoch = 0;   // the fiber park this node waits in
+  Fiber* fiber = nullptr;                      // null for a thread waiter
+  std::uint64_t epoch = 0;                     // the fiber park this node waits in
   std::atomic<std::uint32_t> thread_state{0};  // thread waiter: 0 waiting, else 1 + WakeReason
-  void* data = nullptr;      // the primitive's payload (e.g. a channel slot)
+  void* data = nullptr;                        // the primitive's payload (e.g. a channel slot)
 };
 
 // Intrusive FIFO of WaitNodes. Not thread-safe: guarded by its owner's lock.
