@@ -9,6 +9,7 @@
 #include "spindle/base/errc.hpp"
 #include "spindle/base/log.hpp"
 #include "spindle/base/result.hpp"
+#include "spindle/base/time.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/listener.hpp"
 #include "spindle/net/resolve.hpp"

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "spindle/sched/detail/wait.hpp"
+#include "spindle/base/time.hpp"
 
 namespace spindle::detail {
 

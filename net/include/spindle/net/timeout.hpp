@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "spindle/sched/detail/wait.hpp"
+#include "spindle/base/time.hpp"
 
 namespace spindle::net {
 

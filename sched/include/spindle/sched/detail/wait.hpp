@@ -8,15 +8,10 @@
 
 #include "spindle/base/assert.hpp"
 #include "spindle/base/result.hpp"
+#include "spindle/base/time.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 
 namespace spindle {
-
-using Clock = std::chrono::steady_clock;
-// An absolute point on the steady clock; kNoDeadline waits forever.
-using Deadline = Clock::time_point;
-inline constexpr Deadline kNoDeadline = Deadline::max();
-
 namespace detail {
 
 class Fiber;

@@ -1,0 +1,14 @@
+// spindle's time vocabulary, shared by every layer: the clock deadlines are
+// read on, and the deadline that never comes. Constants only; thread-safe.
+#pragma once
+
+#include <chrono>
+
+namespace spindle {
+
+using Clock = std::chrono::steady_clock;
+// An absolute point on the steady clock; kNoDeadline waits forever.
+using Deadline = Clock::time_point;
+inline constexpr Deadline kNoDeadline = Deadline::max();
+
+}  // namespace spindle
