@@ -13,19 +13,10 @@
 
 namespace spindle::net::detail {
 
-// io_op(prepare) with `deadline`, cancellable. The runtime's timing wheel
-// clamps deadlines beyond its horizon (max of Config's network timeouts) to
-// the horizon, so an op may come back errc::timed_out early; it had no effect
-// (its CQE was -ECANCELED), so it is simply issued again until the real
-// deadline.
+// io_op(prepare) with `deadline`, cancellable.
 template <class Prepare>
 Result<int> ring_op(Prepare& prepare, Deadline deadline) {
-  for (;;) {
-    auto r = io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
-    if (!r && r.error() == errc::timed_out && deadline != kNoDeadline && Clock::now() < deadline)
-      continue;
-    return r;
-  }
+  return io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
 }
 
 inline Deadline read_write_deadline(const Timeout& t) {

@@ -86,25 +86,19 @@ void TcpStream::close() noexcept {
 Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout) {
   const Config& config = current_config();
   const Deadline deadline = timeout.deadline(config.connect_timeout);
-  for (;;) {
-    const int fd = ::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-    if (fd < 0) return errno_failure(errno);
-    auto prepare = [&](io_uring_sqe* sqe) noexcept {
-      io_uring_prep_connect(sqe, fd, peer.data(), peer.size());
-    };
-    auto r = io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
-    if (r) {
-      count(Stat::kOutboundConnections);
-      detail::apply_stream_options(fd, config);
-      return TcpStream(fd, peer);
-    }
+  const int fd = ::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+  if (fd < 0) return errno_failure(errno);
+  auto prepare = [&](io_uring_sqe* sqe) noexcept {
+    io_uring_prep_connect(sqe, fd, peer.data(), peer.size());
+  };
+  auto r = detail::ring_op(prepare, deadline);
+  if (!r) {
     detail::close_fd(fd);
-    // Expired early at the timing wheel's horizon (see ring_op): a cancelled
-    // connect leaves its socket in no reusable state, so start over.
-    if (r.error() == errc::timed_out && deadline != kNoDeadline && Clock::now() < deadline)
-      continue;
     return failure(r.error());
   }
+  count(Stat::kOutboundConnections);
+  detail::apply_stream_options(fd, config);
+  return TcpStream(fd, peer);
 }
 
 void TcpStream::ensure_buffer() {

@@ -74,7 +74,8 @@ void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
   const std::int64_t d = saturating_diff(deadline, start_);
   // ceil(d / tick) for d > 0; a deadline at or before start maps to tick 0.
   const std::uint64_t ceil_tick = d <= 0 ? 0 : static_cast<std::uint64_t>((d - 1) / tick_ns_) + 1;
-  const std::uint64_t target = std::clamp(ceil_tick, current_tick_ + 1, current_tick_ + mask_);
+  e->deadline_tick = std::max(ceil_tick, current_tick_ + 1);
+  const std::uint64_t target = std::min(e->deadline_tick, current_tick_ + mask_);
   e->target_tick = target;
   const std::uint64_t slot = target & mask_;
   link_front(heads_[slot], e);

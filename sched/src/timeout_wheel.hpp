@@ -3,10 +3,12 @@
 //
 // Time is cut into ticks of `tick` counted from `start`; a deadline maps to the
 // first tick boundary at or after it, and tick t lives in slot t & (slots - 1).
-// The wheel has slots = bit_ceil(ceil(horizon / tick) + 1) and accepts targets
+// The wheel has slots = bit_ceil(ceil(horizon / tick) + 1) and holds targets
 // in (current, current + slots - 1], so the live targets always fit one
 // revolution and each slot holds entries of a single tick. Deadlines already
-// past go to current + 1, deadlines beyond the horizon are clamped to it.
+// past go to current + 1. A deadline beyond the horizon waits at the horizon
+// and is re-armed there, as often as needed: an entry expires at its own
+// deadline's tick, never earlier, whatever the horizon.
 //
 // Unlike the reference (which counts removals and skips stale entries when a
 // bucket drains), entries are intrusive and doubly linked, so remove() is O(1)
@@ -14,6 +16,7 @@
 // advance() and next_deadline() skip empty slots a word at a time.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,7 +35,10 @@ struct WheelEntry {
   // nullptr. Both are nullptr while unlinked.
   WheelEntry* prev = nullptr;
   WheelEntry* next = nullptr;
-  // The tick at which the entry expires; set by TimeoutWheel::insert().
+  // The tick of the entry's deadline; set by TimeoutWheel::insert().
+  std::uint64_t deadline_tick = 0;
+  // The tick whose slot holds the entry: deadline_tick, or the horizon while
+  // that is beyond it.
   std::uint64_t target_tick = 0;
 
   bool linked() const { return prev != nullptr; }
@@ -59,10 +65,11 @@ class TimeoutWheel {
   static void validate(std::chrono::nanoseconds tick, std::chrono::nanoseconds horizon);
 
   // Schedules `e` (which must not be linked) to expire at the first tick
-  // boundary at or after `deadline`, clamped to [current tick + 1, current tick
-  // + slots - 1]. A deadline in the past therefore expires at the first
-  // advance() that reaches current tick + 1, not in an advance() to the same
-  // tick; one beyond the horizon expires at the horizon.
+  // boundary at or after `deadline`, at the earliest at current tick + 1. A
+  // deadline in the past therefore expires at the first advance() that
+  // reaches current tick + 1, not in an advance() to the same tick; one beyond
+  // the horizon (current tick + slots - 1) is held at the horizon and moved on
+  // from there until its tick comes.
   void insert(WheelEntry* e, Clock::time_point deadline) noexcept;
 
   // Unlinks `e` in O(1) so it never expires. A no-op if `e` is not linked (it
@@ -71,8 +78,10 @@ class TimeoutWheel {
   void remove(WheelEntry* e) noexcept;
 
   // Moves the current tick to floor((now - start) / tick) (never backwards) and
-  // expires, in tick order, every entry whose target is at or before it: each is
-  // unlinked and then passed to `on_expired(WheelEntry*)`. The callback may
+  // expires, in tick order, every entry whose deadline's tick is at or before
+  // it: each is unlinked and then passed to `on_expired(WheelEntry*)`. An
+  // entry held at the horizon whose tick is still ahead moves to the new
+  // horizon instead. The callback may
   // insert and remove entries, including ones in the slot being drained; what it
   // inserts gets a target after the new current tick, so it does not expire in
   // this call. The callback must not call advance(), and must not throw
@@ -80,10 +89,10 @@ class TimeoutWheel {
   template <class F>
   void advance(Clock::time_point now, F&& on_expired) noexcept;
 
-  // The earliest scheduled tick boundary (start + min target * tick), or nullopt
-  // if the wheel is empty. Amortized O(1): after the earliest entry leaves, the
-  // next call scans the bitset from the current tick. Not callable from an
-  // on_expired callback.
+  // The earliest tick boundary at which an entry expires or moves on (start +
+  // min target * tick), or nullopt if the wheel is empty. Amortized O(1): after the earliest entry
+  // leaves, the next call scans the bitset from the current tick. Not callable from an on_expired
+  // callback.
   std::optional<Clock::time_point> next_deadline() const;
 
   std::size_t size() const { return size_; }
@@ -143,7 +152,7 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
 
   advancing_ = true;
   // Visit ticks prev + 1 .. cur in order; after a full revolution or more that
-  // is every slot once, starting with the oldest tick.
+  // is every slot once, starting with the oldest tick (prev + 1 + offset).
   const std::uint64_t count = cur - prev < slots_ ? cur - prev : slots_;
   const std::uint64_t first = (prev + 1) & mask_;
   std::uint64_t offset = 0;
@@ -151,6 +160,7 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
     offset += find_occupied((first + offset) & mask_, count - offset);
     if (offset >= count) break;
     const std::uint64_t slot = (first + offset) & mask_;
+    const std::uint64_t slot_tick = prev + 1 + offset;  // the tick this visit stands for
     ++offset;
     draining_ = heads_[slot];
     heads_[slot] = nullptr;
@@ -160,15 +170,21 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
     while (WheelEntry* e = draining_) {
       draining_ = e->next;
       if (draining_ != nullptr) draining_->prev = draining_;
-      if (e->target_tick <= cur) {
+      // Held at an earlier horizon, or inserted by a callback earlier in this
+      // call for a later revolution: on to its deadline's slot, or to the new
+      // horizon. A deadline's slot that this call still visits takes it in
+      // tick order; past the ticks it visits (a jump of more than a
+      // revolution) it expires now, as late as the rest of such a jump.
+      const std::uint64_t target = std::min(e->deadline_tick, cur + mask_);
+      if (e->deadline_tick <= slot_tick || (target <= cur && target >= prev + 1 + count)) {
         e->prev = nullptr;
         e->next = nullptr;
         --size_;
         on_expired(e);
       } else {
-        // Inserted by a callback earlier in this call, for a later revolution.
-        link_front(heads_[slot], e);
-        set_bit(slot);
+        e->target_tick = target;
+        link_front(heads_[target & mask_], e);
+        set_bit(target & mask_);
       }
     }
   }

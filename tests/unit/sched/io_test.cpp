@@ -291,6 +291,21 @@ TEST_CASE("an operation beyond max_io_in_flight fails at once with io_limit", "[
       spindle::Config{.workers = 1, .max_io_in_flight = 4});
 }
 
+TEST_CASE("a deadline beyond the timing wheel's horizon times out at the deadline", "[io]") {
+  // Both network timeouts 20 ms: the wheel's horizon is about 20 ms ahead.
+  spindle::test::run(
+      [] {
+        Pipe p;
+        char buf[4];
+        const auto start = spindle::Clock::now();
+        auto r = ring_read(p.r, buf, 4, {.deadline = start + 200ms});
+        const auto waited = spindle::Clock::now() - start;
+        CHECK(r.error() == errc::timed_out);
+        CHECK(waited >= 200ms);
+      },
+      spindle::Config{.workers = 1, .connect_timeout = 20ms, .read_write_timeout = 20ms});
+}
+
 TEST_CASE("many concurrent ring ops from many fibers", "[io]") {
   spindle::test::on_workers([] {
     const int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);

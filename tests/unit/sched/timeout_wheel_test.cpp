@@ -79,22 +79,25 @@ TEST_CASE("timeout wheel: a deadline maps to the first tick boundary at or after
   REQUIRE(w.next_deadline() == at_ms(3));
 }
 
-TEST_CASE("timeout wheel: past deadlines go to the next tick, far ones to the horizon",
+TEST_CASE("timeout wheel: past deadlines go to the next tick, far ones wait at the horizon",
           "[timeout_wheel]") {
   TimeoutWheel w = small_wheel();
   REQUIRE(advance_ids(w, at_us(10'500)).empty());
   REQUIRE(w.current_tick() == 10);
   Op past, before_start, now_op, far, very_far, at_edge;
+  far.id = 1;
+  at_edge.id = 2;
   w.insert(&past.entry, at_ms(1));
   w.insert(&before_start.entry, kStart - std::chrono::hours(1));
   w.insert(&now_op.entry, at_us(10'500));
-  w.insert(&far.entry, at_ms(10'000));
+  w.insert(&far.entry, at_ms(1'000));
   w.insert(&very_far.entry, Clock::time_point::max());
   w.insert(&at_edge.entry, at_ms(10 + 127));
   REQUIRE(past.entry.target_tick == 11);
   REQUIRE(before_start.entry.target_tick == 11);
   REQUIRE(now_op.entry.target_tick == 11);
   REQUIRE(far.entry.target_tick == 10 + 127);
+  REQUIRE(far.entry.deadline_tick == 1'000);
   REQUIRE(very_far.entry.target_tick == 10 + 127);
   REQUIRE(at_edge.entry.target_tick == 10 + 127);
 
@@ -106,7 +109,35 @@ TEST_CASE("timeout wheel: past deadlines go to the next tick, far ones to the ho
   REQUIRE(before_start.fired == 1);
   REQUIRE(now_op.fired == 1);
   REQUIRE(w.next_deadline() == at_ms(137));
-  REQUIRE(advance_ids(w, at_ms(137)).size() == 3);
+  // At the horizon only the entry due there expires; the far ones move on.
+  REQUIRE(advance_ids(w, at_ms(137)) == std::vector<int>{2});
+  REQUIRE(far.entry.linked());
+  REQUIRE(far.entry.target_tick == 137 + 127);
+  REQUIRE(w.next_deadline() == at_ms(137 + 127));
+  // far expires at its own tick, after more moves, and not a tick before.
+  for (std::int64_t ms = 138; ms < 1'000; ms += 7) REQUIRE(advance_ids(w, at_ms(ms)).empty());
+  REQUIRE(advance_ids(w, at_us(999'999)).empty());
+  REQUIRE(advance_ids(w, at_ms(1'000)) == std::vector<int>{1});
+  REQUIRE(far.fired == 1);
+  // very_far is still waiting: only removal ends it.
+  REQUIRE(very_far.entry.linked());
+  REQUIRE(very_far.fired == 0);
+  w.remove(&very_far.entry);
+  REQUIRE(w.empty());
+}
+
+TEST_CASE("timeout wheel: a held entry due within one late advance expires in tick order",
+          "[timeout_wheel]") {
+  TimeoutWheel w = small_wheel();  // 128 slots: the horizon is 127 ticks ahead
+  Op held, between;
+  held.id = 1;
+  between.id = 2;
+  w.insert(&held.entry, at_ms(129));  // held at 127
+  REQUIRE(advance_ids(w, at_ms(100)).empty());
+  w.insert(&between.entry, at_ms(128));
+  // One advance over 127, 128 and 129: 128's entry first, then the held one.
+  REQUIRE(advance_ids(w, at_ms(130)) == std::vector<int>{2, 1});
+  REQUIRE(held.fired_at_tick == 130);
   REQUIRE(w.empty());
 }
 
@@ -310,7 +341,12 @@ TEST_CASE("timeout wheel: callbacks may insert into and remove from the slot bei
   REQUIRE(advance_ids(w, at_ms(11)) == std::vector<int>{5});
   REQUIRE(advance_ids(w, at_ms(132)).empty());
   REQUIRE(advance_ids(w, at_ms(133)) == std::vector<int>{4});
-  REQUIRE(advance_ids(w, at_ms(137)).size() == 1);
+  // Held at tick 137, the horizon when it was inserted; its deadline is far
+  // beyond, so it moves on instead of expiring.
+  REQUIRE(advance_ids(w, at_ms(137)).empty());
+  REQUIRE(w.size() == 1);
+  REQUIRE(advance_ids(w, at_ms(99'999)).empty());
+  REQUIRE(advance_ids(w, at_ms(100'000)).size() == 1);
   REQUIRE(a.fired + b.fired + c.fired == 2);
   REQUIRE(w.empty());
 }
@@ -351,7 +387,7 @@ TEST_CASE("timeout wheel: 100k random deadlines each expire once, in tick order,
   bool timing_ok = true;
   while (next < kOps || !w.empty()) {
     // Insert a batch with deadlines from 1 ms in the past to 1.5 s ahead
-    // (beyond the horizon: clamped).
+    // (beyond the horizon: held there).
     const int batch = static_cast<int>(rng() % 400);
     for (int i = 0; i < batch && next < kOps; ++i, ++next) {
       Op& op = ops[next];
@@ -360,9 +396,10 @@ TEST_CASE("timeout wheel: 100k random deadlines each expire once, in tick order,
       w.insert(&op.entry, at_us(deadline_us));
       const std::int64_t ceil_tick = deadline_us <= 0 ? 0 : (deadline_us + 999) / 1000;
       const std::uint64_t cur = w.current_tick();
-      expected_tick[next] = std::clamp<std::uint64_t>(
-          static_cast<std::uint64_t>(std::max<std::int64_t>(ceil_tick, 0)), cur + 1, cur + mask);
-      REQUIRE(op.entry.target_tick == expected_tick[next]);
+      expected_tick[next] = std::max<std::uint64_t>(
+          static_cast<std::uint64_t>(std::max<std::int64_t>(ceil_tick, 0)), cur + 1);
+      REQUIRE(op.entry.deadline_tick == expected_tick[next]);
+      REQUIRE(op.entry.target_tick == std::min(expected_tick[next], cur + mask));
       // Cancel about 10% right away or a little later.
       if (rng() % 10 == 0) {
         w.remove(&op.entry);
@@ -440,13 +477,16 @@ TEST_CASE("timeout wheel: the smallest wheel (two slots) still works", "[timeout
   Op a, b;
   a.id = 1;
   b.id = 2;
-  w.insert(&a.entry, at_ms(50));  // clamped to tick 1
+  w.insert(&a.entry, at_ms(50));  // held at tick 1, the horizon
   REQUIRE(a.entry.target_tick == 1);
-  REQUIRE(advance_ids(w, at_ms(1)) == std::vector<int>{1});
+  REQUIRE(advance_ids(w, at_ms(1)).empty());
+  REQUIRE(a.entry.target_tick == 2);
+  REQUIRE(advance_ids(w, at_ms(49)).empty());
+  REQUIRE(advance_ids(w, at_ms(50)) == std::vector<int>{1});
   w.insert(&b.entry, at_ms(0));
-  REQUIRE(b.entry.target_tick == 2);
-  REQUIRE(w.next_deadline() == at_ms(2));
-  REQUIRE(advance_ids(w, at_ms(9)) == std::vector<int>{2});
+  REQUIRE(b.entry.target_tick == 51);
+  REQUIRE(w.next_deadline() == at_ms(51));
+  REQUIRE(advance_ids(w, at_ms(59)) == std::vector<int>{2});
 }
 
 TEST_CASE("timeout wheel: extreme time points saturate instead of overflowing", "[timeout_wheel]") {
@@ -458,8 +498,13 @@ TEST_CASE("timeout wheel: extreme time points saturate instead of overflowing", 
   w.insert(&b.entry, Clock::time_point::max());
   REQUIRE(a.entry.target_tick == 1);
   REQUIRE(b.entry.target_tick == 127);
+  // The latest time point is not on a tick boundary: b's deadline rounds up
+  // to the tick after it, which no clock reading reaches, so b stays held.
   auto ids = advance_ids(w, Clock::time_point::max());
-  REQUIRE(ids == std::vector<int>{1, 2});
+  REQUIRE(ids == std::vector<int>{1});
+  REQUIRE(w.size() == 1);
+  REQUIRE(b.entry.target_tick == w.current_tick() + 1);
+  w.remove(&b.entry);
   REQUIRE(w.empty());
 }
 

@@ -38,8 +38,8 @@ struct Config {
   std::uint32_t ring_entries = 1024;
   // Per-worker cap on I/O operations in flight (each an io_op, an idle
   // connection's read among them; each holds kernel memory until it ends).
-  // One more fails at once with errc::io_limit, and the runtime says so on
-  // stderr (at most once a second). Nonzero.
+  // One more fails at once with errc::io_limit, and the runtime logs a
+  // warning (on_log, at most once a second). Nonzero.
   std::size_t max_io_in_flight = std::size_t{1} << 20;
   // Granularity of operation deadlines (the timing wheel's tick). Nonzero.
   std::chrono::nanoseconds timeout_wheel_tick = std::chrono::milliseconds(5);
@@ -52,8 +52,9 @@ struct Config {
   bool catch_exceptions = false;
   // Upper bound on spawn_blocking threads. >= 1.
   std::size_t blocking_threads = 512;
-  // Network deadlines (used by net/); their maximum is the timing wheel's
-  // horizon. Nonzero, at most 30 years, and must fit 2^20 wheel slots.
+  // Network deadlines (used by net/); the larger is the timing wheel's
+  // horizon, which sizes it (a later deadline is held at the horizon and
+  // moved on). Nonzero, at most 30 years, and must fit 2^20 wheel slots.
   std::chrono::nanoseconds connect_timeout = std::chrono::seconds(10);
   std::chrono::nanoseconds read_write_timeout = std::chrono::seconds(60);
   // net/: bytes of each TcpStream's read buffer, allocated at its first read.

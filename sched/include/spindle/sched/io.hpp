@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "spindle/base/result.hpp"
-#include "spindle/sched/detail/wait.hpp"
+#include "spindle/base/time.hpp"
 
 struct io_uring_sqe;
 
@@ -19,10 +19,8 @@ struct IoOptions {
   // When it passes, the operation is cancelled (IORING_OP_ASYNC_CANCEL) and
   // the call returns errc::timed_out once the CQE arrives, unless the
   // operation completed first. Operation deadlines have the granularity of
-  // Config::timeout_wheel_tick, and are clamped to the timing wheel's horizon
-  // (at least the larger of Config::connect_timeout and read_write_timeout):
-  // a later deadline gives errc::timed_out early, the operation cancelled
-  // (net/ re-issues such an operation until the real deadline).
+  // Config::timeout_wheel_tick: the cancel comes at the first tick at or
+  // after the deadline, never before it.
   Deadline deadline = kNoDeadline;
   // false for writes and syncs: never cancelled, not by abort and not at
   // shutdown; they always run to completion. Such an operation takes no
