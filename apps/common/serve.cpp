@@ -21,18 +21,25 @@ using namespace std::chrono_literals;
 using Handler = std::function<void(net::TcpStream&)>;
 
 // The root fiber. Suspends: for the server's whole life.
-int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
-          ConnectionSet& connections, ConnectionLimit& limit, const Handler& handle) {
+int serve(std::string_view program, const ServerFlags& flags, const ServerHooks& hooks,
+          StopSignal& stop, ConnectionSet& connections, ConnectionLimit& limit,
+          const Handler& handle) {
   auto listener = listen_or_explain(program, flags.listen);
   if (!listener) return 1;
-  fmt::print("{}: listening on {} ({} worker{}, up to {} connections)\n", program,
-             listener->local_addr().value().to_string(), flags.workers,
+  std::string details;
+  if (hooks.start) {
+    auto started = hooks.start();
+    if (!started) return 1;
+    if (!started->empty()) details = std::move(*started) + ", ";
+  }
+  fmt::print("{}: listening on {} ({}{} worker{}, up to {} connections)\n", program,
+             listener->local_addr().value().to_string(), details, flags.workers,
              flags.workers == 1 ? "" : "s", limit.max());
   std::fflush(stdout);
   // Connections are children of the root, not of the acceptor, whose end
   // would abort them.
   const Context root = this_fiber::context();
-  auto acceptor = spawn([&] {
+  auto acceptor = spawn(hooks.acceptor_name, [&] {
     accept_loop(program, *listener, limit, [&](net::TcpStream stream, ConnectionLimit::Slot slot) {
       root.spawn(
           [stream = std::move(stream), slot = std::move(slot), &connections, handle]() mutable {
@@ -56,6 +63,7 @@ int serve(std::string_view program, const ServerFlags& flags, StopSignal& stop,
     fmt::print(stderr, "{}: closing {} connection{} still open after the grace period\n", program,
                left, left == 1 ? "" : "s");
   }
+  if (hooks.stop && !hooks.stop()) return 1;
   return 0;
 }
 
@@ -67,8 +75,10 @@ void ServerFlags::add_to(CLI::App& app) {
   app.add_option("-w,--workers", workers, "worker threads")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  app.add_option("--idle-timeout", idle_s, "seconds a connection may stay silent")
-      ->check(CLI::Range(0.001, 86400.0))
+  app.add_option("--idle-timeout", idle_s,
+                 idle_min_s == 0 ? "seconds a connection may stay silent (0: for ever)"
+                                 : "seconds a connection may stay silent")
+      ->check(CLI::Range(idle_min_s, idle_max_s))
       ->capture_default_str();
   app.add_option("--grace", grace_s, "seconds a stop waits for open connections")
       ->check(CLI::Range(0.0, 3600.0))
@@ -86,7 +96,8 @@ std::chrono::nanoseconds seconds(double s) {
 
 std::chrono::nanoseconds ServerFlags::idle_timeout() const { return seconds(idle_s); }
 
-int run_server(std::string_view program, const ServerFlags& flags, const Handler& handle) {
+int run_server(std::string_view program, const ServerFlags& flags, const Handler& handle,
+               const ServerHooks& hooks) {
   try {
     StopSignal stop;            // before any thread exists
     ConnectionSet connections;  // these two outlive every fiber
@@ -95,7 +106,8 @@ int run_server(std::string_view program, const ServerFlags& flags, const Handler
     config.workers = flags.workers;
     config.zero_linger = false;
     Runtime runtime(config);
-    return runtime.run([&] { return serve(program, flags, stop, connections, limit, handle); });
+    return runtime.run(
+        [&] { return serve(program, flags, hooks, stop, connections, limit, handle); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", program, e.what());
     return 1;

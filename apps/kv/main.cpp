@@ -2,72 +2,144 @@
 // through a log in storage/ with group commit.
 //
 //   spindle-kv --listen 127.0.0.1:6380 --dir PATH --workers N --fsync always|everysec|no
-//              [--commit-window USEC]
+//              [--commit-window USEC] [--compact] [--grace S]
 //
-// SIGINT or SIGTERM: stop accepting, write and sync the log, exit 0. SIGUSR1:
-// a fiber dump on stderr.
+// SIGINT or SIGTERM: stop accepting, let each connection answer what it
+// already received (up to --grace), then write and sync the log and exit 0.
+// SIGUSR1: a fiber dump on stderr.
 #include <fmt/format.h>
-#include <signal.h>
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
-#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <spindle/spindle.hpp>
 #include <string>
 
-#include "accept_loop.hpp"
 #include "commands.hpp"
 #include "db.hpp"
-#include "fd_limit.hpp"
 #include "log.hpp"
-#include "resp.hpp"
 #include "serve.hpp"
 #include "server.hpp"
-#include "stop_signal.hpp"
+
+namespace {
+
+constexpr std::string_view kProgram = "spindle-kv";
+
+// How the keyspace is kept. Plain value.
+struct StoreFlags {
+  std::string dir = "spindle-kv-data";  // --dir
+  std::string fsync = "always";         // --fsync
+  bool compact = false;                 // --compact
+  unsigned window_us = 200;             // --commit-window
+};
+
+// The keyspace, its log, and the fiber that expires keys: what the
+// connections share. It lives in main(), outside the runtime, because it must
+// outlast every fiber: connections still open after the grace period end only
+// when the runtime does. start() and stop() run on the root fiber, connections
+// call serve() on theirs between the two.
+class Store {
+ public:
+  explicit Store(const StoreFlags& flags)
+      : flags_(flags),
+        policy_(flags.fsync == "always"     ? kv::FsyncPolicy::kAlways
+                : flags.fsync == "everysec" ? kv::FsyncPolicy::kEverysec
+                                            : kv::FsyncPolicy::kNo) {}
+
+  // Recovers the keyspace from the log in --dir (or creates one), compacts it
+  // with --compact, and starts the committer and the expirer. Returns the
+  // banner's details, or nullopt (said why on stderr).
+  // Suspends: for the storage operations.
+  std::optional<std::string> start() {
+    auto storage = spindle::storage::Storage::open_directory(flags_.dir);
+    if (!storage) {
+      fmt::print(stderr, "{}: storage directory {}: {}\n", kProgram, flags_.dir,
+                 storage.error().message());
+      return std::nullopt;
+    }
+    auto opened = kv::Log::open(*storage, policy_, db_, flags_.compact);
+    if (!opened) {
+      fmt::print(stderr, "{}: log in {}: {}\n", kProgram, flags_.dir, opened.error().message());
+      return std::nullopt;
+    }
+    log_ = std::move(*opened);
+    commands_.emplace(db_, *log_, policy_);
+    log_->start(std::chrono::microseconds(flags_.window_us));
+    expirer_ = spindle::spawn("kv-expirer", [this] {
+      while (spindle::this_fiber::sleep_for(std::chrono::milliseconds(100))) {
+        std::lock_guard<spindle::Mutex> lock(db_.mutex());
+        db_.expire_some(kv::now_ms(), 1000);
+      }
+    });
+    std::size_t keys;
+    {
+      std::lock_guard<spindle::Mutex> lock(db_.mutex());
+      keys = db_.size();
+    }
+    return fmt::format("dir {}, fsync {}, {} keys, log.{}", flags_.dir, flags_.fsync, keys,
+                       log_->generation());
+  }
+
+  // Suspends: on the socket, the keyspace and the log.
+  void serve(spindle::net::TcpStream& stream, const kv::Limits& limits,
+             const kv::Timeouts& timeouts) {
+    kv::serve(stream, *commands_, *log_, limits, timeouts);
+  }
+
+  // Stops the expirer, then writes and syncs what the log holds. False (said
+  // why on stderr) if that fails.
+  // Suspends: for the write and the sync.
+  bool stop() {
+    expirer_.abort();
+    (void)expirer_.join();
+    if (auto c = log_->close(); !c) {
+      fmt::print(stderr, "{}: closing the log: {}\n", kProgram, c.error().message());
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  const StoreFlags flags_;
+  const kv::FsyncPolicy policy_;
+  kv::Db db_;
+  std::unique_ptr<kv::Log> log_;          // set by start()
+  std::optional<kv::Commands> commands_;  // set by start()
+  spindle::JoinHandle<void> expirer_;     // set by start()
+};
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"spindle-kv: a durable Redis-protocol key-value server on spindle"};
-  std::string listen = "127.0.0.1:6380";
-  std::string dir = "spindle-kv-data";
-  std::size_t workers = 2;
-  std::string fsync = "always";
-  bool compact = false;
+  // --idle-timeout: off by default, as redis's `timeout`.
+  spindle::apps::ServerFlags flags{
+      .listen = "127.0.0.1:6380", .idle_s = 0, .idle_min_s = 0, .idle_max_s = 86400.0 * 365};
+  StoreFlags store_flags;
   kv::Limits limits;
-  app.add_option("--listen", listen, "address:port to listen on (port 0: any free port)")
-      ->capture_default_str();
-  app.add_option("--dir", dir, "storage directory")->capture_default_str();
-  app.add_option("--workers", workers, "worker threads (1..64)")->capture_default_str();
-  app.add_option("--fsync", fsync,
+  flags.add_to(app);
+  app.add_option("--dir", store_flags.dir, "storage directory")->capture_default_str();
+  app.add_option("--fsync", store_flags.fsync,
                  "always: sync before every reply (group commit); everysec: once a second; no: "
                  "leave it to the kernel")
       ->check(CLI::IsMember({"always", "everysec", "no"}))
       ->capture_default_str();
-  unsigned window_us = 200;
-  app.add_option("--commit-window", window_us,
+  app.add_option("--commit-window", store_flags.window_us,
                  "microseconds a write may wait for other clients' changes to join it, after "
                  "one that covered several clients (0: none)")
       ->check(CLI::Range(0u, 1'000'000u))
       ->capture_default_str();
-  app.add_flag("--compact", compact, "rewrite the log as one record per live key at start-up");
+  app.add_flag("--compact", store_flags.compact,
+               "rewrite the log as one record per live key at start-up");
   app.add_option("--max-bulk-len", limits.max_bulk, "largest argument in bytes")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 30))
       ->capture_default_str();
   app.add_option("--max-array-len", limits.max_array, "most arguments in one command")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 24))
-      ->capture_default_str();
-  std::size_t max_connections = 0;
-  app.add_option("--max-connections", max_connections,
-                 "connections open at once (0: as many as the descriptor limit, raised to its "
-                 "hard value, leaves room for); one more is accepted and closed at once")
-      ->check(CLI::Range(std::size_t{0}, std::size_t{10'000'000}))
-      ->capture_default_str();
-  double idle_s = 0;
-  app.add_option("--idle-timeout", idle_s,
-                 "seconds a connection may stay silent between commands (0: for ever)")
-      ->check(CLI::Range(0.0, 86400.0 * 365))
       ->capture_default_str();
   double command_s = 30;
   app.add_option("--command-timeout", command_s,
@@ -75,98 +147,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 86400.0 * 365))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-  const kv::Timeouts timeouts{.idle = spindle::apps::seconds(idle_s),
+  const kv::Timeouts timeouts{.idle = flags.idle_timeout(),
                               .command = spindle::apps::seconds(command_s)};
 
-  const kv::FsyncPolicy policy = fsync == "always"     ? kv::FsyncPolicy::kAlways
-                                 : fsync == "everysec" ? kv::FsyncPolicy::kEverysec
-                                                       : kv::FsyncPolicy::kNo;
-  auto addr = spindle::net::SocketAddress::parse(listen);
-  if (!addr) {
-    fmt::print(stderr, "spindle-kv: --listen: {}\n", addr.error());
-    return 2;
-  }
-
-  // What the fibers share lives here, outside the runtime: it must outlast
-  // every fiber, and the runtime ends the others only after the root returns.
-  kv::Db db;
-  std::unique_ptr<kv::Log> log;
-  std::optional<kv::Commands> commands;
-  spindle::apps::ConnectionLimit limit(
-      spindle::apps::connection_limit("spindle-kv", max_connections, workers));
-  try {
-    spindle::apps::StopSignal stop;  // before the runtime starts any thread
-    spindle::Config config{.workers = workers};
-    // Close with FIN, not RST, so that a client reads our last reply (an
-    // error before we hang up, say).
-    config.zero_linger = false;
-    spindle::Runtime rt(config);
-    return rt.run([&]() -> int {
-      auto storage = spindle::storage::Storage::open_directory(dir);
-      if (!storage) {
-        fmt::print(stderr, "spindle-kv: storage directory {}: {}\n", dir,
-                   storage.error().message());
-        return 1;
-      }
-      auto opened = kv::Log::open(*storage, policy, db, compact);
-      if (!opened) {
-        fmt::print(stderr, "spindle-kv: log in {}: {}\n", dir, opened.error().message());
-        return 1;
-      }
-      log = std::move(*opened);
-      commands.emplace(db, *log, policy);
-      log->start(std::chrono::microseconds(window_us));
-
-      auto listener = spindle::net::TcpListener::bind(*addr);
-      if (!listener) {
-        fmt::print(stderr, "spindle-kv: listen on {}: {}\n", listen, listener.error().message());
-        return 1;
-      }
-      const auto bound = listener->local_addr();
-      std::size_t keys;
-      {
-        std::lock_guard<spindle::Mutex> lock(db.mutex());
-        keys = db.size();
-      }
-      fmt::print(
-          "spindle-kv: listening on {} (dir {}, fsync {}, {} workers, {} keys, log.{}, up to {} "
-          "connections)\n",
-          bound ? bound->to_string() : listen, dir, fsync, workers, keys, log->generation(),
-          limit.max());
-      std::fflush(stdout);
-
-      // Connections are the acceptor's children: aborting it ends them all.
-      auto acceptor = spindle::spawn("kv-acceptor", [&] {
-        spindle::apps::accept_loop(
-            "spindle-kv", *listener, limit,
-            [&](spindle::net::TcpStream stream, spindle::apps::ConnectionLimit::Slot slot) {
-              spindle::spawn([&, stream = std::move(stream), slot = std::move(slot)]() mutable {
-                kv::serve(std::move(stream), *commands, *log, limits, timeouts);
-              }).detach();
-            });
-      });
-      auto expirer = spindle::spawn("kv-expirer", [&] {
-        while (spindle::this_fiber::sleep_for(std::chrono::milliseconds(100))) {
-          std::lock_guard<spindle::Mutex> lock(db.mutex());
-          db.expire_some(kv::now_ms(), 1000);
-        }
-      });
-
-      auto sig = stop.wait();
-      fmt::print(stderr, "spindle-kv: {}, shutting down\n",
-                 sig ? (*sig == SIGINT ? "SIGINT" : "SIGTERM") : sig.error().message());
-      acceptor.abort();
-      expirer.abort();
-      (void)acceptor.join();
-      (void)expirer.join();
-      if (auto c = log->close(); !c) {
-        fmt::print(stderr, "spindle-kv: closing the log: {}\n", c.error().message());
-        return 1;
-      }
-      return 0;
-    });
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "spindle-kv: {}\n", e.what());
-    return 1;
-  }
+  // The stop line goes to stdout, which may be a pipe no longer read (a
+  // supervisor that read the banner): writing it must fail, not kill the
+  // server before its log is written and synced.
+  std::signal(SIGPIPE, SIG_IGN);
+  Store store(store_flags);
+  const spindle::apps::ServerHooks hooks{.acceptor_name = "kv-acceptor",
+                                         .start = [&] { return store.start(); },
+                                         .stop = [&] { return store.stop(); }};
+  return spindle::apps::run_server(
+      kProgram, flags,
+      [&](spindle::net::TcpStream& stream) { store.serve(stream, limits, timeouts); }, hooks);
 }

@@ -37,7 +37,7 @@ spindle::Deadline read_deadline(const Timeouts& timeouts, bool mid_command,
 
 }  // namespace
 
-void serve(spindle::net::TcpStream stream, Commands& commands, Log& log, const Limits& limits,
+void serve(spindle::net::TcpStream& stream, Commands& commands, Log& log, const Limits& limits,
            const Timeouts& timeouts) {
   const Log::Client client(log);
   Parser parser(limits);
