@@ -1,5 +1,5 @@
-// The log: encoding, replay with torn-tail truncation, group commit, and
-// compaction. See log.hpp for the format.
+// The log: replay with torn-tail truncation, group commit, and compaction.
+// See log.hpp for the layout, record.hpp for the records.
 #include "log.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +14,8 @@
 #include <spindle/storage/crc32c.hpp>
 #include <vector>
 
+#include "record.hpp"
+
 namespace kv {
 namespace {
 
@@ -22,7 +24,6 @@ using spindle::storage::Blob;
 using spindle::storage::Storage;
 
 constexpr std::string_view kPartition = "kv";
-constexpr std::size_t kRecordHeader = 8;
 constexpr std::size_t kReplayChunk = 4 << 20;
 constexpr std::size_t kCompactChunk = 4 << 20;
 // The most passes (see Log::committer) a commit waits for more records.
@@ -31,49 +32,6 @@ constexpr int kGatherPasses = 8;
 // synced zeros (see log.hpp), in whole pages.
 constexpr std::uint64_t kPreallocate = 1 << 20;
 constexpr std::uint64_t kPage = 4096;
-
-void put32(std::string& out, std::size_t at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i)
-    out[at + static_cast<std::size_t>(i)] = static_cast<char>(v >> (8 * i));
-}
-void append32(std::string& out, std::uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out.append(b, 4);
-}
-void append64(std::string& out, std::uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out.append(b, 8);
-}
-std::uint32_t get32(std::string_view s, std::size_t at) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= std::uint32_t{static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)])} << (8 * i);
-  return v;
-}
-std::uint64_t get64(std::string_view s, std::size_t at) {
-  std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i)
-    v |= std::uint64_t{static_cast<unsigned char>(s[at + static_cast<std::size_t>(i)])} << (8 * i);
-  return v;
-}
-
-// Appends one record: op, then (optionally) expire_at, (optionally) the
-// length of `a`, then `a` and `b`.
-void encode(std::string& out, char op, std::string_view a, std::string_view b, UnixMs at,
-            bool with_at, bool with_klen) {
-  const std::size_t start = out.size();
-  out.append(kRecordHeader, '\0');
-  out += op;
-  if (with_at) append64(out, static_cast<std::uint64_t>(at));
-  if (with_klen) append32(out, static_cast<std::uint32_t>(a.size()));
-  out += a;
-  out += b;
-  const std::string_view payload = std::string_view(out).substr(start + kRecordHeader);
-  put32(out, start, static_cast<std::uint32_t>(payload.size()));
-  put32(out, start + 4, spindle::storage::crc32c(payload));
-}
 
 std::string blob_name(std::uint64_t gen) { return "log." + std::to_string(gen); }
 
@@ -86,65 +44,58 @@ std::optional<std::uint64_t> generation_of(std::string_view name) {
   return gen;
 }
 
+// Where a replay is in a log: before its snapshot, inside it, or after it
+// (the changes since).
+enum class Stage { kBeforeSnapshot, kInSnapshot, kAfterSnapshot };
+
 struct Replayed {
-  bool complete = false;       // the snapshot's end ('Z') was seen
+  bool complete = false;       // the snapshot's end was seen
   std::uint64_t good_end = 0;  // the end of the last valid record
   std::uint64_t records = 0;
   // The offset of an intact record (its checksum holds) that makes no sense here.
   std::optional<std::uint64_t> bad_record;
 };
 
-// Applies one record's payload to `db`. False if it makes no sense here.
-bool apply(std::string_view p, Db& db, UnixMs now, bool& begun, bool& complete) {
-  if (p.empty()) return false;
-  const char op = p[0];
-  p.remove_prefix(1);
-  if (!begun) {
-    if (op != 'B' || !p.empty()) return false;
-    begun = true;
+// Applies `r` to `db`. False if it makes no sense at `stage`: a log opens
+// with a snapshot begin, has one snapshot end, and no other snapshot begin.
+bool apply(const Record& r, Db& db, UnixMs now, Stage& stage) {
+  if (stage == Stage::kBeforeSnapshot) {
+    if (r.kind != RecordKind::kSnapshotBegin) return false;
+    stage = Stage::kInSnapshot;
     return true;
   }
-  switch (op) {
-    case 'Z':
-      if (complete || !p.empty()) return false;
-      complete = true;
+  const bool expired = r.expire_at != 0 && r.expire_at <= now;
+  switch (r.kind) {
+    case RecordKind::kSnapshotBegin:
+      return false;
+    case RecordKind::kSnapshotEnd:
+      if (stage == Stage::kAfterSnapshot) return false;
+      stage = Stage::kAfterSnapshot;
       return true;
-    case 'S': {
-      if (p.size() < 12) return false;
-      const auto at = static_cast<UnixMs>(get64(p, 0));
-      const std::uint32_t klen = get32(p, 8);
-      if (p.size() - 12 < klen) return false;
-      const std::string_view key = p.substr(12, klen);
-      if (at != 0 && at <= now) {
-        db.erase(key);
+    case RecordKind::kSet:
+      if (expired) {
+        db.erase(r.key);
       } else {
-        db.set(key, p.substr(12 + klen), at);
+        db.set(r.key, r.value, r.expire_at);
       }
       return true;
-    }
-    case 'D':
-      db.erase(p);
+    case RecordKind::kDel:
+      db.erase(r.key);
       return true;
-    case 'E': {
-      if (p.size() < 8) return false;
-      const auto at = static_cast<UnixMs>(get64(p, 0));
-      const std::string_view key = p.substr(8);
-      if (Entry* e = db.find(key, now)) {
-        if (at != 0 && at <= now) {
-          db.erase(key);
+    case RecordKind::kExpire:
+      if (Entry* e = db.find(r.key, now)) {
+        if (expired) {
+          db.erase(r.key);
         } else {
-          db.set_expire(key, *e, at);
+          db.set_expire(r.key, *e, r.expire_at);
         }
       }
       return true;
-    }
-    case 'F':
-      if (!p.empty()) return false;
+    case RecordKind::kFlushAll:
       db.clear();
       return true;
-    default:
-      return false;
   }
+  return false;
 }
 
 // Replays `blob` (of data length `len`) into `db` up to the first record that
@@ -153,7 +104,7 @@ bool apply(std::string_view p, Db& db, UnixMs now, bool& begun, bool& complete) 
 Result<Replayed> replay(const Blob& blob, std::uint64_t len, Db& db) {
   Replayed out;
   const UnixMs now = now_ms();
-  bool begun = false;
+  Stage stage = Stage::kBeforeSnapshot;
   std::string buf;  // bytes [base, base + buf.size()) of the log
   std::uint64_t base = 0;
   std::size_t pos = 0;  // the next record, within buf
@@ -181,22 +132,23 @@ Result<Replayed> replay(const Blob& blob, std::uint64_t len, Db& db) {
     auto h = have(kRecordHeader);
     if (!h) return spindle::failure(h.error());
     if (!*h) break;
-    const std::uint32_t size = get32(buf, pos);
-    const std::uint32_t crc = get32(buf, pos + 4);
-    if (size == 0 || size > len - (base + pos + kRecordHeader)) break;
-    auto b = have(kRecordHeader + size);
+    const RecordHeader header = decode_header(std::string_view(buf).substr(pos));
+    if (header.size == 0 || header.size > len - (base + pos + kRecordHeader)) break;
+    auto b = have(kRecordHeader + header.size);
     if (!b) return spindle::failure(b.error());
     if (!*b) break;
-    const std::string_view payload = std::string_view(buf).substr(pos + kRecordHeader, size);
-    if (spindle::storage::crc32c(payload) != crc) break;
-    if (!apply(payload, db, now, begun, out.complete)) {
+    const std::string_view payload = std::string_view(buf).substr(pos + kRecordHeader, header.size);
+    if (spindle::storage::crc32c(payload) != header.crc) break;
+    const std::optional<Record> record = decode(payload);
+    if (!record || !apply(*record, db, now, stage)) {
       out.bad_record = base + pos;
       break;
     }
-    pos += kRecordHeader + size;
+    pos += kRecordHeader + header.size;
     out.good_end = base + pos;
     ++out.records;
   }
+  out.complete = stage == Stage::kAfterSnapshot;
   return out;
 }
 
@@ -302,8 +254,8 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
       if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
     }
     std::string init;
-    encode(init, 'B', {}, {}, 0, false, false);
-    encode(init, 'Z', {}, {}, 0, false, false);
+    encode_snapshot_begin(init);
+    encode_snapshot_end(init);
     if (auto w = o->blob.write_at(0, init, {.sync = true}); !w) return spindle::failure(w.error());
     log->blob_ = o->blob;
     log->end_ = log->allocated_ = init.size();
@@ -322,15 +274,15 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
     // written in pieces so that no single SQE is huge.
     std::string all;
     std::uint64_t keys = 0;
-    encode(all, 'B', {}, {}, 0, false, false);
+    encode_snapshot_begin(all);
     {
       std::lock_guard<spindle::Mutex> lock(db.mutex());
       db.for_each(now_ms(), [&](const std::string& k, const Entry& e) {
-        encode(all, 'S', k, e.value, e.expire_at, true, true);
+        encode_set(all, k, e.value, e.expire_at);
         ++keys;
       });
     }
-    encode(all, 'Z', {}, {}, 0, false, false);
+    encode_snapshot_end(all);
     std::uint64_t at = 0;
     while (at < all.size()) {
       const std::size_t n = std::min<std::size_t>(kCompactChunk, all.size() - at);
@@ -358,11 +310,11 @@ void Log::start(std::chrono::nanoseconds window) {
     syncer_ = spindle::spawn("kv-syncer", [this] { syncer(); });
 }
 
-std::uint64_t Log::append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
-                                 bool with_at, bool with_klen) {
+template <class Encode>
+std::uint64_t Log::append_locked(Encode&& encode) {
   std::lock_guard<spindle::Mutex> lock(mutex_);
   const bool was_empty = pending_.empty();
-  encode(pending_, op, a, b, at, with_at, with_klen);
+  encode(pending_);
   const std::uint64_t seq = ++appended_;
   appended_mirror_.store(seq, std::memory_order_release);
   if (was_empty) work_.notify_one();
@@ -370,15 +322,15 @@ std::uint64_t Log::append_locked(char op, std::string_view a, std::string_view b
 }
 
 std::uint64_t Log::append_set(std::string_view key, std::string_view value, UnixMs expire_at) {
-  return append_locked('S', key, value, expire_at, true, true);
+  return append_locked([&](std::string& out) { encode_set(out, key, value, expire_at); });
 }
 std::uint64_t Log::append_del(std::string_view key) {
-  return append_locked('D', key, {}, 0, false, false);
+  return append_locked([&](std::string& out) { encode_del(out, key); });
 }
 std::uint64_t Log::append_expire(std::string_view key, UnixMs expire_at) {
-  return append_locked('E', key, {}, expire_at, true, false);
+  return append_locked([&](std::string& out) { encode_expire(out, key, expire_at); });
 }
-std::uint64_t Log::append_flush() { return append_locked('F', {}, {}, 0, false, false); }
+std::uint64_t Log::append_flush() { return append_locked(encode_flush_all); }
 
 Log::Client::Client(Log& log) : log_(log) {
   std::lock_guard<spindle::Mutex> lock(log_.mutex_);

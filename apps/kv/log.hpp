@@ -20,17 +20,11 @@
 // (this_fiber::expect_completions): the worker then wakes once for their
 // requests, not once for each.
 //
-// Record: u32 payload length, u32 CRC-32C of the payload (both little
-// endian), then the payload, whose first byte says what it is:
-//   'S' u64 expire_at, u32 key length, key, value    SET (expire_at 0: none)
-//   'D' key                                          DEL
-//   'E' u64 expire_at, key                           EXPIRE of an existing key
-//   'F'                                              FLUSHALL
-//   'B' / 'Z'                                        snapshot begin / end
-// A log starts with a snapshot (empty for a new log; every live key for a
-// compacted one) between 'B' and 'Z'. A log whose 'Z' is missing is a
+// The log is a sequence of records (record.hpp). It starts with a snapshot
+// (empty for a new log; every live key for a compacted one) between a
+// snapshot begin and a snapshot end. A log whose snapshot end is missing is a
 // compaction (or a creation) that did not finish: it is removed and the
-// previous generation used; if there is none and it holds more than a 'B',
+// previous generation used; if there is none and it holds more than a snapshot begin,
 // it is corrupt. On start the newest complete log is replayed; a torn tail (a
 // record cut short or failing its checksum: a crash in the middle of a write)
 // is cut off with a warning. An intact record that makes no sense is
@@ -120,8 +114,9 @@ class Log {
   Log(spindle::storage::Storage storage, FsyncPolicy policy)
       : storage_(std::move(storage)), policy_(policy) {}
 
-  std::uint64_t append_locked(char op, std::string_view a, std::string_view b, UnixMs at,
-                              bool with_at, bool with_klen);
+  // Appends the record encode(pending_) writes. With db.mutex() held.
+  template <class Encode>
+  std::uint64_t append_locked(Encode&& encode);
   void committer();
   // Waits, with mutex_ held, until the round's window (see start()) closes.
   void hold_window(std::unique_lock<spindle::Mutex>& lock);
