@@ -1,5 +1,5 @@
-// The log: replay with torn-tail truncation, group commit, and compaction.
-// See log.hpp for the layout, record.hpp for the records.
+// The log: recovery (replay with torn-tail truncation), creation, compaction,
+// and group commit. See log.hpp for the layout, record.hpp for the records.
 #include "log.hpp"
 
 #include <fmt/format.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <spindle/sched/context.hpp>
 #include <spindle/sched/this_fiber.hpp>
 #include <spindle/storage/crc32c.hpp>
@@ -167,19 +168,18 @@ Result<bool> zeros_to_end(const Blob& blob, std::uint64_t from, std::uint64_t le
   return true;
 }
 
-}  // namespace
+// One generation of the log, blob "log.<number>", open for appends.
+struct Generation {
+  Blob blob;
+  std::uint64_t number = 0;
+  std::uint64_t end = 0;  // the end of the last record
+  // The blob's length. Invariant: [end, allocated) is zeros.
+  std::uint64_t allocated = 0;
+};
 
-Log::~Log() = default;
-
-void Log::fatal(std::string_view what, std::error_code ec) {
-  fmt::print(stderr, "spindle-kv: fatal: the log {} failed: {}; exiting without acknowledging\n",
-             what, ec.message());
-  std::fflush(stderr);
-  std::_Exit(1);
-}
-
-Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& db, bool compact) {
-  std::unique_ptr<Log> log(new Log(storage, policy));
+// The generations in the partition, newest first. Other blobs there are
+// reported and left alone.
+Result<std::vector<std::uint64_t>> generations(const Storage& storage) {
   std::vector<std::uint64_t> gens;
   if (auto names = storage.scan(kPartition); names) {
     for (const auto& n : *names) {
@@ -193,12 +193,41 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
     return spindle::failure(names.error());
   }
   std::sort(gens.rbegin(), gens.rend());
+  return gens;
+}
 
-  bool found = false;
+// Cuts what follows the last valid record of `blob` (of length `len`) unless
+// it is all zeros (space the committer filled ahead). Returns the blob's
+// length afterwards.
+Result<std::uint64_t> cut_torn_tail(Blob& blob, const std::string& name, const Replayed& r,
+                                    std::uint64_t len) {
+  auto zeros = zeros_to_end(blob, r.good_end, len);
+  if (!zeros) return spindle::failure(zeros.error());
+  if (*zeros) return len;
+  fmt::print(stderr,
+             "spindle-kv: warning: {} has a torn tail: cutting {} bytes at offset {} "
+             "({} records kept)\n",
+             name, len - r.good_end, r.good_end, r.records);
+  if (auto t = blob.resize(r.good_end); !t) return spindle::failure(t.error());
+  if (auto s = blob.sync(); !s) return spindle::failure(s.error());
+  return r.good_end;
+}
+
+// Replays the newest complete generation of `gens` (newest first) into `db`,
+// which must be empty, and returns it open; nullopt, with `db` empty, if
+// there is none. A generation without its snapshot end is a compaction or a
+// creation that did not finish: it is removed, unless it is the oldest and
+// holds more than a snapshot begin (then, as for an intact record that makes
+// no sense, cutting it could lose acknowledged data: blob_corrupt). The
+// generations older than the one returned were superseded by a compaction
+// that crashed before removing them: they are removed.
+// Invariant on success: the generation returned is the only one left.
+Result<std::optional<Generation>> recover(const Storage& storage,
+                                          std::span<const std::uint64_t> gens, Db& db) {
+  std::optional<Generation> found;
   for (std::uint64_t gen : gens) {
     const std::string name = blob_name(gen);
     if (found) {
-      // An older generation left by a compaction that crashed before removing it.
       fmt::print(stderr, "spindle-kv: removing superseded {}\n", name);
       if (auto r = storage.remove(kPartition, name); !r) return spindle::failure(r.error());
       continue;
@@ -208,8 +237,6 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
     auto r = replay(o->blob, o->len, db);
     if (!r) return spindle::failure(r.error());
     if (r->bad_record || (!r->complete && r->records > 1 && gen == gens.back())) {
-      // Not a torn tail and not an unfinished compaction with an older
-      // generation to fall back on: cutting it would lose acknowledged data.
       fmt::print(stderr,
                  "spindle-kv: {} is corrupt: {} at offset {}; refusing to start (remove "
                  "or repair it by hand)\n",
@@ -224,82 +251,105 @@ Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& 
         std::lock_guard<spindle::Mutex> lock(db.mutex());
         db.clear();
       }
-      o->blob = Blob();
+      o->blob = Blob();  // closed before it is removed
       if (auto rm = storage.remove(kPartition, name); !rm) return spindle::failure(rm.error());
       continue;
     }
-    auto zeros = zeros_to_end(o->blob, r->good_end, o->len);
-    if (!zeros) return spindle::failure(zeros.error());
-    if (!*zeros) {
-      fmt::print(stderr,
-                 "spindle-kv: warning: {} has a torn tail: cutting {} bytes at offset {} "
-                 "({} records kept)\n",
-                 name, o->len - r->good_end, r->good_end, r->records);
-      if (auto t = o->blob.resize(r->good_end); !t) return spindle::failure(t.error());
-      if (auto s = o->blob.sync(); !s) return spindle::failure(s.error());
-      o->len = r->good_end;
-    }
-    log->blob_ = o->blob;
-    log->end_ = r->good_end;
-    log->allocated_ = o->len;
-    log->generation_ = gen;
-    found = true;
+    auto len = cut_torn_tail(o->blob, name, *r, o->len);
+    if (!len) return spindle::failure(len.error());
+    found = Generation{.blob = o->blob, .number = gen, .end = r->good_end, .allocated = *len};
   }
+  return found;
+}
 
-  if (!found) {
-    const std::uint64_t gen = gens.empty() ? 1 : gens.front() + 1;
-    auto o = storage.open(kPartition, blob_name(gen));
-    if (!o) return spindle::failure(o.error());
-    if (o->len != 0) {
-      if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
-    }
-    std::string init;
-    encode_snapshot_begin(init);
-    encode_snapshot_end(init);
-    if (auto w = o->blob.write_at(0, init, {.sync = true}); !w) return spindle::failure(w.error());
-    log->blob_ = o->blob;
-    log->end_ = log->allocated_ = init.size();
-    log->generation_ = gen;
+// Blob `name`, created, or emptied of what a crashed creation or compaction
+// left in it.
+Result<Blob> open_empty(const Storage& storage, const std::string& name) {
+  auto o = storage.open(kPartition, name);
+  if (!o) return spindle::failure(o.error());
+  if (o->len != 0) {
+    if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
   }
+  return o->blob;
+}
 
-  if (compact) {
-    const std::uint64_t gen = log->generation_ + 1;
-    const std::string old_name = blob_name(log->generation_), name = blob_name(gen);
-    auto o = storage.open(kPartition, name);
-    if (!o) return spindle::failure(o.error());
-    if (o->len != 0) {
-      if (auto t = o->blob.resize(0); !t) return spindle::failure(t.error());
-    }
-    // The snapshot is encoded at start-up, before any client: in memory, then
-    // written in pieces so that no single SQE is huge.
-    std::string all;
-    std::uint64_t keys = 0;
-    encode_snapshot_begin(all);
-    {
-      std::lock_guard<spindle::Mutex> lock(db.mutex());
-      db.for_each(now_ms(), [&](const std::string& k, const Entry& e) {
-        encode_set(all, k, e.value, e.expire_at);
-        ++keys;
-      });
-    }
-    encode_snapshot_end(all);
-    std::uint64_t at = 0;
-    while (at < all.size()) {
-      const std::size_t n = std::min<std::size_t>(kCompactChunk, all.size() - at);
-      if (auto w = o->blob.write_at(at, std::string_view(all).substr(at, n)); !w)
-        return spindle::failure(w.error());
-      at += n;
-    }
-    if (auto s = o->blob.sync(); !s) return spindle::failure(s.error());
-    // The new generation is complete and durable: the old one may go.
-    log->blob_ = Blob();
-    if (auto rm = storage.remove(kPartition, old_name); !rm) return spindle::failure(rm.error());
-    fmt::print(stderr, "spindle-kv: compacted {} ({} bytes) into {} ({} bytes, {} keys)\n",
-               old_name, log->end_, name, at, keys);
-    log->blob_ = o->blob;
-    log->end_ = log->allocated_ = at;
-    log->generation_ = gen;
+// Creates generation `gen` as an empty snapshot (begin and end), written and
+// synced.
+Result<Generation> create(const Storage& storage, std::uint64_t gen) {
+  auto blob = open_empty(storage, blob_name(gen));
+  if (!blob) return spindle::failure(blob.error());
+  std::string init;
+  encode_snapshot_begin(init);
+  encode_snapshot_end(init);
+  if (auto w = blob->write_at(0, init, {.sync = true}); !w) return spindle::failure(w.error());
+  return Generation{.blob = *blob, .number = gen, .end = init.size(), .allocated = init.size()};
+}
+
+// Writes the live keys of `db` as a snapshot into the generation after
+// `current`, syncs it, then removes `current`. Invariant: a complete
+// generation is on disk throughout; a crash before the removal leaves both,
+// and recover() keeps the newer.
+Result<Generation> compact(const Storage& storage, Db& db, Generation current) {
+  const std::uint64_t gen = current.number + 1;
+  const std::string old_name = blob_name(current.number), name = blob_name(gen);
+  auto blob = open_empty(storage, name);
+  if (!blob) return spindle::failure(blob.error());
+  // The snapshot is encoded at start-up, before any client: in memory, then
+  // written in pieces so that no single SQE is huge.
+  std::string all;
+  std::uint64_t keys = 0;
+  encode_snapshot_begin(all);
+  {
+    std::lock_guard<spindle::Mutex> lock(db.mutex());
+    db.for_each(now_ms(), [&](const std::string& k, const Entry& e) {
+      encode_set(all, k, e.value, e.expire_at);
+      ++keys;
+    });
   }
+  encode_snapshot_end(all);
+  std::uint64_t at = 0;
+  while (at < all.size()) {
+    const std::size_t n = std::min<std::size_t>(kCompactChunk, all.size() - at);
+    if (auto w = blob->write_at(at, std::string_view(all).substr(at, n)); !w)
+      return spindle::failure(w.error());
+    at += n;
+  }
+  if (auto s = blob->sync(); !s) return spindle::failure(s.error());
+  current.blob = Blob();  // closed before it is removed
+  if (auto rm = storage.remove(kPartition, old_name); !rm) return spindle::failure(rm.error());
+  fmt::print(stderr, "spindle-kv: compacted {} ({} bytes) into {} ({} bytes, {} keys)\n", old_name,
+             current.end, name, at, keys);
+  return Generation{.blob = *blob, .number = gen, .end = at, .allocated = at};
+}
+
+}  // namespace
+
+Log::~Log() = default;
+
+void Log::fatal(std::string_view what, std::error_code ec) {
+  fmt::print(stderr, "spindle-kv: fatal: the log {} failed: {}; exiting without acknowledging\n",
+             what, ec.message());
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+// Recovery, else creation, then the compaction asked for: each leaves one
+// complete generation on disk, which the log then appends to.
+Result<std::unique_ptr<Log>> Log::open(Storage storage, FsyncPolicy policy, Db& db,
+                                       bool compact_at_start) {
+  auto gens = generations(storage);
+  if (!gens) return spindle::failure(gens.error());
+  auto recovered = recover(storage, *gens, db);
+  if (!recovered) return spindle::failure(recovered.error());
+  Result<Generation> g =
+      *recovered ? std::move(**recovered) : create(storage, gens->empty() ? 1 : gens->front() + 1);
+  if (g && compact_at_start) g = compact(storage, db, std::move(*g));
+  if (!g) return spindle::failure(g.error());
+  std::unique_ptr<Log> log(new Log(std::move(storage), policy));
+  log->blob_ = std::move(g->blob);
+  log->generation_ = g->number;
+  log->end_ = g->end;
+  log->allocated_ = g->allocated;
   return log;
 }
 

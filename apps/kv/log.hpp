@@ -59,11 +59,12 @@ enum class FsyncPolicy { kAlways, kEverysec, kNo };
 class Log {
  public:
   // Replays the newest complete log into `db` (which must be empty), or
-  // creates a first one; with `compact`, rewrites the keyspace into a new
+  // creates a first one; with `compact_at_start`, rewrites the keyspace into a new
   // generation and removes the old one. Prints what it did to stderr.
   // Suspends: for the storage operations.
   static spindle::Result<std::unique_ptr<Log>> open(spindle::storage::Storage storage,
-                                                    FsyncPolicy policy, Db& db, bool compact);
+                                                    FsyncPolicy policy, Db& db,
+                                                    bool compact_at_start);
 
   ~Log();
 
