@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "counters.hpp"
 #include "socket_ops.hpp"
-#include "spindle/sched/detail/metrics.hpp"
 
 namespace spindle::net {
 
@@ -59,7 +59,7 @@ Result<TcpStream> TcpListener::accept(Timeout timeout) {
       return failure(r.error());
     }
     const int conn = *r;
-    spindle::detail::count(spindle::detail::Stat::kInboundConnections);
+    detail::kInboundConnections.add();
     detail::apply_stream_options(conn, current_config());
     auto addr = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&peer), len);
     return TcpStream(conn, addr ? *addr : SocketAddress());

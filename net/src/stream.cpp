@@ -22,14 +22,11 @@
 #include <cstring>
 #include <utility>
 
+#include "counters.hpp"
 #include "socket_ops.hpp"
-#include "spindle/sched/detail/metrics.hpp"
 
 namespace spindle::net {
 namespace {
-
-using spindle::detail::count;
-using spindle::detail::Stat;
 
 // One SQE moves at most this much (its length field is 32 bits); longer
 // calls loop.
@@ -96,7 +93,7 @@ Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout)
     detail::close_fd(fd);
     return failure(r.error());
   }
-  count(Stat::kOutboundConnections);
+  detail::kOutboundConnections.add();
   detail::apply_stream_options(fd, config);
   return TcpStream(fd, peer);
 }
@@ -125,7 +122,7 @@ Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadli
     return failure(r.error());
   }
   drained_ = static_cast<std::size_t>(*r) < len;
-  count(Stat::kInboundBandwidth, static_cast<std::size_t>(*r));
+  detail::kInboundBandwidth.add(static_cast<std::size_t>(*r));
   return static_cast<std::size_t>(*r);
 }
 
@@ -234,7 +231,7 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());
     }
-    count(Stat::kOutboundBandwidth, static_cast<std::size_t>(*r));
+    detail::kOutboundBandwidth.add(static_cast<std::size_t>(*r));
     done += static_cast<std::size_t>(*r);
   }
   sent_.store(true, std::memory_order_relaxed);
@@ -290,7 +287,7 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
     }
     // Advance past the bytes sent.
     auto sent = static_cast<std::size_t>(*r);
-    spindle::detail::count(Stat::kOutboundBandwidth, sent);
+    detail::kOutboundBandwidth.add(sent);
     while (sent > 0) {
       const std::size_t left = bufs[index].iov_len - offset;
       if (sent < left) {

@@ -11,10 +11,20 @@
 // sums every slot (relaxed loads: a scrape is a snapshot, not a barrier) and
 // serializes with prometheus-cpp's TextSerializer.
 //
+// The scheduler names only its own counters (Stat). The layers above declare
+// theirs as RuntimeCounters and RuntimeGauges: a declaration takes a slot in
+// the process-wide registry (counter_registry.cpp), every StatSlot has room
+// for kMaxRuntimeCounters of them, so a bump costs what a Stat bump costs,
+// and a scrape lists whatever the registry holds.
+//
 // Rejected: prometheus::Counter for the runtime metrics (an atomic
 // read-modify-write on a shared cache line per spawn); one map lookup per
 // spawn (a hash of the name on every spawn); per-worker tables keyed by
 // record (a fiber finishing on another worker would need a lookup there).
+// Declaring counters per Runtime: net and storage would need a hook into each
+// run; a slot per process is the same in every runtime. Growing the StatSlots
+// on declaration: a worker would race the reallocation; a fixed capacity
+// costs a few idle cache lines per worker.
 #include "metrics.hpp"
 
 #include <fmt/format.h>
@@ -22,8 +32,11 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <numeric>
+#include <span>
 #include <stdexcept>
 
+#include "counter_registry.hpp"
 #include "global_queue.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"
@@ -168,23 +181,6 @@ void count(Stat stat, std::uint64_t n) noexcept {
   if (Worker* w = current_worker()) w->stats().add(stat, n);
 }
 
-StatHold::StatHold(Stat stat) noexcept : stat_(stat) {
-  if (Worker* w = current_worker()) {
-    metrics_ = w->scheduler().metrics;
-    w->stats().add(stat, 1);
-  }
-}
-
-StatHold::~StatHold() {
-  if (!metrics_) return;
-  Worker* w = current_worker();
-  if (w && w->scheduler().metrics == metrics_) {
-    w->stats().add(stat_, ~std::uint64_t{0});
-  } else {
-    metrics_->shared().add_shared(stat_, ~std::uint64_t{0});
-  }
-}
-
 MetricsCell::~MetricsCell() = default;
 
 void MetricsCell::attach(Scheduler& s) noexcept {
@@ -251,10 +247,9 @@ StatSlot* Metrics::acquire_dedicated_slot() {
 void Metrics::release_dedicated_slot(StatSlot* slot) noexcept {
   std::lock_guard lock(mutex_);
   // Under the mutex, so a scrape sees the values either here or in shared_.
-  for (std::size_t i = 0; i < kStatCount; ++i) {
-    const auto s = static_cast<Stat>(i);
-    shared_.add_shared(s, slot->get(s));
-    slot->set(s, 0);
+  for (std::size_t i = 0; i < StatSlot::kValues; ++i) {
+    shared_.add_shared(i, slot->get(i));
+    slot->value[i].store(0, std::memory_order_relaxed);
   }
   dedicated_active_.erase(std::find(dedicated_active_.begin(), dedicated_active_.end(), slot));
   dedicated_free_.push_back(slot);  // reserved in acquire: cannot throw
@@ -269,12 +264,15 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
   using prometheus::ClientMetric;
   using prometheus::MetricFamily;
   using prometheus::MetricType;
+  const std::span<const DeclaredCounter> declared = declared_counters();
+  constexpr std::size_t kOwnFamilies = 7;  // the families written below before the declared ones
   std::vector<MetricFamily> families;
-  families.reserve(32);  // no reallocation: `family` hands out references
-  auto family = [&](const char* name, const char* help, MetricType type) -> MetricFamily& {
+  // No reallocation: `family` hands out references.
+  families.reserve(kOwnFamilies + declared.size());
+  auto family = [&](std::string name, std::string help, MetricType type) -> MetricFamily& {
     auto& f = families.emplace_back();
-    f.name = name;
-    f.help = help;
+    f.name = std::move(name);
+    f.help = std::move(help);
     f.type = type;
     return f;
   };
@@ -309,10 +307,10 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
       sample(running, static_cast<double>(spa > fin ? spa - fin : 0), std::move(labels));
     }
 
-    std::array<std::uint64_t, kStatCount> total{};
+    std::array<std::uint64_t, StatSlot::kValues> total{};
     std::uint64_t off_pool_parks = 0;
     auto add_slot = [&](const StatSlot& slot) {
-      for (std::size_t i = 0; i < kStatCount; ++i) total[i] += slot.get(static_cast<Stat>(i));
+      for (std::size_t i = 0; i < StatSlot::kValues; ++i) total[i] += slot.get(i);
     };
     for (std::size_t i = 0; i < pool_workers_; ++i) add_slot(pool_slots_[i]);
     add_slot(shared_);
@@ -321,14 +319,15 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
       add_slot(*slot);
       off_pool_parks += slot->get(Stat::kWorkerParks);
     }
-    auto value = [&](Stat s) { return static_cast<double>(total[static_cast<std::size_t>(s)]); };
-    auto gauge = [&](Stat s) {
-      return static_cast<double>(static_cast<std::int64_t>(total[static_cast<std::size_t>(s)]));
+    auto value = [&](std::size_t i) { return static_cast<double>(total[i]); };
+    // A gauge's -1s are wrapped unsigned adds: its sum reads as signed.
+    auto gauge = [&](std::size_t i) {
+      return static_cast<double>(static_cast<std::int64_t>(total[i]));
     };
 
     sample(
         family("runtime_pending_operations", "io_uring operations in flight.", MetricType::Gauge),
-        gauge(Stat::kPendingOperations));
+        gauge(StatSlot::index(Stat::kPendingOperations)));
     auto& parks = family("runtime_worker_parks_total",
                          "Times a worker went to sleep with nothing to run.", MetricType::Counter);
     for (std::size_t i = 0; i < pool_workers_; ++i) {
@@ -340,44 +339,29 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
     }
     sample(family("runtime_steals_total", "Successful steals from another worker's run queue.",
                   MetricType::Counter),
-           value(Stat::kSteals));
+           value(StatSlot::index(Stat::kSteals)));
     sample(family("runtime_global_queue_depth", "Fibers waiting in the global queue.",
                   MetricType::Gauge),
            global_ ? static_cast<double>(global_->len()) : 0.0);
 
-    struct Plain {
-      const char* name;
-      const char* help;
-      MetricType type;
-      Stat stat;
-    };
-    static constexpr Plain kPlain[] = {
-        {"runtime_storage_reads_total", "Blob reads.", MetricType::Counter, Stat::kStorageReads},
-        {"runtime_storage_read_bytes_total", "Bytes read from blobs.", MetricType::Counter,
-         Stat::kStorageReadBytes},
-        {"runtime_storage_writes_total", "Blob writes.", MetricType::Counter, Stat::kStorageWrites},
-        {"runtime_storage_write_bytes_total", "Bytes written to blobs.", MetricType::Counter,
-         Stat::kStorageWriteBytes},
-        {"runtime_storage_syncs_total", "Blob syncs.", MetricType::Counter, Stat::kStorageSyncs},
-        {"runtime_storage_resizes_total", "Blob resizes.", MetricType::Counter,
-         Stat::kStorageResizes},
-        {"runtime_open_blobs", "Blobs open.", MetricType::Gauge, Stat::kOpenBlobs},
-        {"runtime_inbound_connections_total", "TCP connections accepted.", MetricType::Counter,
-         Stat::kInboundConnections},
-        {"runtime_outbound_connections_total", "TCP connections made.", MetricType::Counter,
-         Stat::kOutboundConnections},
-        {"runtime_inbound_bandwidth_total", "Bytes received over TCP.", MetricType::Counter,
-         Stat::kInboundBandwidth},
-        {"runtime_outbound_bandwidth_total", "Bytes sent over TCP.", MetricType::Counter,
-         Stat::kOutboundBandwidth},
-        {"runtime_io_limit_refusals_total",
-         "I/O operations refused with errc::io_limit: their worker had Config::max_io_in_flight "
-         "in flight.",
-         MetricType::Counter, Stat::kIoLimitRefusals},
-    };
-    for (const Plain& p : kPlain) {
-      sample(family(p.name, p.help, p.type),
-             p.type == MetricType::Gauge ? gauge(p.stat) : value(p.stat));
+    sample(family("runtime_io_limit_refusals_total",
+                  "I/O operations refused with errc::io_limit: their worker had "
+                  "Config::max_io_in_flight in flight.",
+                  MetricType::Counter),
+           value(StatSlot::index(Stat::kIoLimitRefusals)));
+
+    // The declared runtime counters, by name: the order does not depend on
+    // the order in which the layers' static initialisers ran.
+    std::vector<std::size_t> by_name(declared.size());
+    std::iota(by_name.begin(), by_name.end(), std::size_t{0});
+    std::sort(by_name.begin(), by_name.end(),
+              [&](std::size_t a, std::size_t b) { return declared[a].name < declared[b].name; });
+    for (const std::size_t slot : by_name) {
+      const DeclaredCounter& c = declared[slot];
+      const bool is_gauge = c.kind == CounterKind::kGauge;
+      sample(family(std::string(c.name), std::string(c.help),
+                    is_gauge ? MetricType::Gauge : MetricType::Counter),
+             is_gauge ? gauge(StatSlot::declared(slot)) : value(StatSlot::declared(slot)));
     }
   }
   return families;

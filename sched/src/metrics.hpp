@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "spindle/sched/detail/metrics.hpp"
+#include "spindle/sched/runtime_counter.hpp"
 
 namespace spindle::detail {
 
@@ -68,21 +69,44 @@ struct TaskRecord {
   std::unique_ptr<Slot[]> slot;
 };
 
-// The runtime counters of one worker (or the shared slot). Single writer per
-// slot, except the shared one (fetch_add).
-struct alignas(64) StatSlot {
-  std::array<std::atomic<std::uint64_t>, kStatCount> value{};
+// The scheduler's own counters, kept per worker (a single writer each, so a
+// bump is a relaxed load and store on the worker's own cache line) and summed
+// at scrape time. The layers above declare theirs as RuntimeCounters.
+enum class Stat : std::uint8_t {
+  kWorkerParks,
+  kSteals,
+  kPendingOperations,  // a gauge the worker stores after each ring service
+  kIoLimitRefusals,
+  kCount,
+};
+inline constexpr std::size_t kStatCount = static_cast<std::size_t>(Stat::kCount);
 
-  void add(Stat s, std::uint64_t n) noexcept { bump(value[static_cast<std::size_t>(s)], n); }
+// Adds `n` to `stat` of the runtime whose worker runs this thread; dropped off
+// a worker. Never blocks, never allocates.
+void count(Stat stat, std::uint64_t n = 1) noexcept;
+
+// The counters of one worker (or the shared slot): the Stats at their own
+// index, then declared runtime counter `slot` at declared(slot). Single writer
+// per slot, except the shared one (fetch_add).
+struct alignas(64) StatSlot {
+  static constexpr std::size_t kValues = kStatCount + kMaxRuntimeCounters;
+  static constexpr std::size_t index(Stat s) noexcept { return static_cast<std::size_t>(s); }
+  static constexpr std::size_t declared(std::size_t slot) noexcept { return kStatCount + slot; }
+
+  std::array<std::atomic<std::uint64_t>, kValues> value{};
+
+  void add(std::size_t i, std::uint64_t n) noexcept { bump(value[i], n); }
+  void add(Stat s, std::uint64_t n) noexcept { add(index(s), n); }
   void set(Stat s, std::uint64_t v) noexcept {
-    value[static_cast<std::size_t>(s)].store(v, std::memory_order_relaxed);
+    value[index(s)].store(v, std::memory_order_relaxed);
   }
-  void add_shared(Stat s, std::uint64_t n) noexcept {
-    value[static_cast<std::size_t>(s)].fetch_add(n, std::memory_order_relaxed);
+  void add_shared(std::size_t i, std::uint64_t n) noexcept {
+    value[i].fetch_add(n, std::memory_order_relaxed);
   }
-  std::uint64_t get(Stat s) const noexcept {
-    return value[static_cast<std::size_t>(s)].load(std::memory_order_relaxed);
+  std::uint64_t get(std::size_t i) const noexcept {
+    return value[i].load(std::memory_order_relaxed);
   }
+  std::uint64_t get(Stat s) const noexcept { return get(index(s)); }
 };
 
 // Thread-safe. Owned by the Scheduler (and by the Runtime's MetricsCell, so

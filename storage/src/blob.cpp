@@ -15,7 +15,7 @@
 #include <limits>
 #include <mutex>
 
-#include "spindle/sched/detail/metrics.hpp"
+#include "counters.hpp"
 #include "spindle/storage/header.hpp"
 #include "state.hpp"
 
@@ -23,9 +23,6 @@ namespace spindle::storage {
 namespace {
 
 constexpr std::uint64_t kMaxFileOffset = std::numeric_limits<std::int64_t>::max();
-
-using spindle::detail::count;
-using spindle::detail::Stat;
 
 // The file offset of data offset `offset`, if [offset, offset + len) fits a file.
 bool file_range(std::uint64_t offset, std::uint64_t len, std::uint64_t& file_offset) {
@@ -60,8 +57,8 @@ Result<void> Blob::read_at(std::uint64_t offset, std::span<std::byte> out, ReadO
     if (*r == 0) return failure(errc::insufficient_length);
     done += *r;
   }
-  count(Stat::kStorageReads);
-  count(Stat::kStorageReadBytes, out.size());
+  detail::kReads.add();
+  detail::kReadBytes.add(out.size());
   return {};
 }
 
@@ -144,8 +141,8 @@ Result<void> Blob::write_at(std::uint64_t offset,
       return failure(r.error());
     }
   }
-  count(Stat::kStorageWrites);
-  count(Stat::kStorageWriteBytes, total);
+  detail::kWrites.add();
+  detail::kWriteBytes.add(total);
   return {};
 }
 
@@ -153,7 +150,7 @@ Result<void> Blob::resize(std::uint64_t len) const {
   std::uint64_t end;
   if (!file_range(len, 0, end)) return failure(std::make_error_code(std::errc::value_too_large));
   auto r = detail::truncate(state_->fd.get(), end);
-  if (r) count(Stat::kStorageResizes);
+  if (r) detail::kResizes.add();
   return r;
 }
 
@@ -165,7 +162,7 @@ Result<void> Blob::sync() const {
     s.fail_sync(r.error());
     return failure(r.error());
   }
-  count(Stat::kStorageSyncs);
+  detail::kSyncs.add();
   return {};
 }
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "counters.hpp"
 #include "file_ops.hpp"
-#include "spindle/sched/detail/metrics.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/mutex.hpp"
 
@@ -45,7 +45,7 @@ struct BlobState {
   std::string key;  // "<partition>/<hex name>"
   Fd fd;
   // runtime_open_blobs: +1 while this open lives.
-  spindle::detail::StatHold open_blob{spindle::detail::Stat::kOpenBlobs};
+  RuntimeGauge::Hold open_blob{kOpenBlobs};
   // Set once RWF_DONTCACHE came back EOPNOTSUPP: the hint is dropped from then on.
   std::atomic<bool> dont_cache_unsupported{false};
   // Serializes this open's syncs and sync writes, so that each sees the

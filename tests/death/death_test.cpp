@@ -54,3 +54,12 @@ TEST_CASE("a fiber overflowing its stack is reported by id and name, then the pr
   CHECK_THAT(o.err, Catch::Contains("fiber stack overflow"));
   CHECK_THAT(o.err, Catch::Matches("(.|\n)*fiber [0-9]+ 'overflower'(.|\n)*"));
 }
+
+TEST_CASE("declaring a runtime counter past kMaxRuntimeCounters says so and aborts", "[death]") {
+  const Outcome o = run_capturing_stderr(SPINDLE_COUNTER_OVERFLOW_HELPER);
+  INFO("stderr: " << o.err);
+  REQUIRE(WIFSIGNALED(o.status));
+  CHECK(WTERMSIG(o.status) == SIGABRT);
+  CHECK_THAT(o.err, Catch::Contains("cannot declare runtime counter 'runtime_overflow_"));
+  CHECK_THAT(o.err, Catch::Contains("kMaxRuntimeCounters are declared already"));
+}

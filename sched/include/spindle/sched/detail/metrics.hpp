@@ -1,6 +1,5 @@
 // The metrics plumbing behind Context's labels and the runtime's Prometheus
-// exposition: a context's Identity (label path and attributes), the runtime
-// counters that net/ and storage/ bump (Stat, count(), StatHold), and the
+// exposition: a context's Identity (label path and attributes) and the
 // per-Runtime holder of the latest run's metrics (MetricsCell). Internal:
 // users see Context::child/with_attribute/register_* and metrics_text().
 #pragma once
@@ -9,7 +8,6 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,51 +51,6 @@ prometheus::Histogram& register_histogram(Scheduler& scheduler, const Identity* 
 
 // The Prometheus text exposition of `scheduler`'s runtime and user metrics.
 std::string metrics_text(Scheduler& scheduler);
-
-// The runtime's own counters, kept per worker (a single writer each, so a
-// bump is a relaxed load and store on the worker's own cache line) and summed
-// at scrape time. The order is the exposition's.
-enum class Stat : std::uint8_t {
-  kStorageReads,
-  kStorageReadBytes,
-  kStorageWrites,
-  kStorageWriteBytes,
-  kStorageSyncs,
-  kStorageResizes,
-  kOpenBlobs,  // a gauge: +1 and -1 (as a wrapped unsigned) sum to the open count
-  kInboundConnections,
-  kOutboundConnections,
-  kInboundBandwidth,
-  kOutboundBandwidth,
-  kWorkerParks,
-  kSteals,
-  kPendingOperations,  // a gauge the worker stores after each ring service
-  kIoLimitRefusals,
-  kCount,
-};
-inline constexpr std::size_t kStatCount = static_cast<std::size_t>(Stat::kCount);
-
-// Adds `n` (wrapping: pass a negated value for a gauge going down) to `stat`
-// of the runtime whose worker runs this thread. Off a worker (a plain or a
-// blocking-pool thread) it is dropped: net/ and storage/ call it only from
-// fibers. Never blocks, never allocates.
-void count(Stat stat, std::uint64_t n = 1) noexcept;
-
-// Holds +1 on gauge `stat` of the current worker's runtime while it lives,
-// and takes it back from whatever thread destroys it (onto that thread's
-// worker if it belongs to the same runtime, else onto the runtime's shared
-// slot). Made off a worker it holds nothing. Not copyable.
-class StatHold {
- public:
-  explicit StatHold(Stat stat) noexcept;
-  ~StatHold();
-  StatHold(const StatHold&) = delete;
-  StatHold& operator=(const StatHold&) = delete;
-
- private:
-  std::shared_ptr<Metrics> metrics_;
-  Stat stat_;
-};
 
 // The metrics of a Runtime's latest run, readable from any thread while the
 // run goes on and after it returns (the final values). Thread-safe. A copy
