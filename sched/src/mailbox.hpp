@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "parker.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 
@@ -35,7 +36,7 @@ class Mailbox {
 
  private:
   SpinLock lock_;
-  std::vector<MailMessage> inbox_;  // guarded by lock_
+  std::vector<MailMessage> inbox_ SPINDLE_GUARDED_BY(lock_);
   // release under lock_; pairs with the acquire in empty().
   std::atomic<bool> nonempty_{false};
   Parker& parker_;

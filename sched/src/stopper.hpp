@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 #include "spindle/sched/stop.hpp"
@@ -50,10 +51,10 @@ class Stopper : public std::enable_shared_from_this<Stopper> {
   // Written once under lock_ (with code_ written before it); release pairs
   // with the acquire in value().
   std::atomic<State> state_{State::kOpen};
-  int code_ = 0;              // valid once state_ is kStopped
-  std::size_t holders_ = 0;   // guarded by lock_
-  WaitQueue signal_waiters_;  // guarded by lock_: in wait(), until stopped or closed
-  WaitQueue stop_waiters_;    // guarded by lock_: in stop(), until holders_ is 0
+  int code_ = 0;  // valid once state_ is kStopped
+  std::size_t holders_ SPINDLE_GUARDED_BY(lock_) = 0;
+  WaitQueue signal_waiters_ SPINDLE_GUARDED_BY(lock_);  // in wait(), until stopped or closed
+  WaitQueue stop_waiters_ SPINDLE_GUARDED_BY(lock_);    // in stop(), until holders_ is 0
 };
 
 }  // namespace spindle::detail

@@ -25,7 +25,7 @@ void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
 }
 
 void Task::close_and_complete(Outcome outcome, std::exception_ptr error) noexcept {
-  close_then([&] { complete_locked(outcome, std::move(error)); });
+  close_then([&]() SPINDLE_REQUIRES(lock()) { complete_locked(outcome, std::move(error)); });
 }
 
 void Task::complete_locked(Outcome outcome, std::exception_ptr error) noexcept {

@@ -19,7 +19,8 @@ long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value,
                    value, timeout, nullptr, 0);
 }
 
-WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexcept {
+WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexcept
+    SPINDLE_RELEASE(lock) {
   lock.unlock();
   for (;;) {
     // acquire; pairs with the CAS in WaitNode::notify.
@@ -47,7 +48,13 @@ WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexce
   }
 }
 
-void unlock_spinlock(void* lock) { static_cast<SpinLock*>(lock)->unlock(); }
+// Suspend::publish for wait(): the worker runs it once the parked fiber's
+// context is saved, on the thread the fiber locked on. The analysis cannot
+// see that the lock is held here: wait() took it as the fiber's caller's and
+// handed it over through a void* across the context switch.
+void unlock_spinlock(void* lock) SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
+  static_cast<SpinLock*>(lock)->unlock();
+}
 
 }  // namespace
 
@@ -143,8 +150,12 @@ bool current_aborted() noexcept {
   return f && f->aborted();
 }
 
+// Not analysed: on a fiber the lock is released not here but by
+// unlock_spinlock(), which the worker runs after the fiber parks (so a notify
+// cannot resume the fiber before its context is saved). Every path releases
+// it exactly once: thread_wait() directly, the park through its publish step.
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind,
-                const char* what) noexcept {
+                const char* what) noexcept SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
   if (!node.fiber) return thread_wait(node, lock, deadline);
   Fiber* f = node.fiber;
   SPINDLE_DCHECK(f == current_fiber() && node.epoch == f->epoch);

@@ -10,7 +10,8 @@
 
 #include "counters.hpp"
 #include "file_ops.hpp"
-#include "spindle/sched/detail/spinlock.hpp"
+#include "spindle/base/spinlock.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/mutex.hpp"
 
 namespace spindle::storage::detail {
@@ -27,14 +28,14 @@ struct StorageState {
 
   // Retained sync failures, by blob key ("<partition>/<hex name>"). A sync
   // records its failure here; an open picks it up; remove and re-creation
-  // clear it. Guarded by `failures_lock` (a few map operations, never a park).
-  spindle::detail::SpinLock failures_lock;
-  std::map<std::string, std::error_code, std::less<>> failures;
+  // clear it. A few map operations under the lock, never a park nor a wake.
+  spindle::detail::PlainSpinLock failures_lock;
+  std::map<std::string, std::error_code, std::less<>> failures SPINDLE_GUARDED_BY(failures_lock);
 
-  void record_failure(std::string_view key, std::error_code ec);
-  std::error_code failure_of(std::string_view key);
-  void clear_failure(std::string_view key);
-  void clear_partition_failures(std::string_view partition);
+  void record_failure(std::string_view key, std::error_code ec) SPINDLE_EXCLUDES(failures_lock);
+  std::error_code failure_of(std::string_view key) SPINDLE_EXCLUDES(failures_lock);
+  void clear_failure(std::string_view key) SPINDLE_EXCLUDES(failures_lock);
+  void clear_partition_failures(std::string_view partition) SPINDLE_EXCLUDES(failures_lock);
 };
 
 // One open of one blob; shared by the copies of its Blob handle. Thread-safe.

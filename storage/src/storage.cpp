@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "file_ops.hpp"
+#include "spindle/base/lock_guard.hpp"
 #include "spindle/sched/context.hpp"
 #include "spindle/sched/log.hpp"
 #include "spindle/storage/partition.hpp"
@@ -38,7 +39,7 @@ namespace spindle::storage {
 namespace detail {
 
 void StorageState::record_failure(std::string_view key, std::error_code ec) {
-  std::lock_guard<spindle::detail::SpinLock> g(failures_lock);
+  LockGuard g(failures_lock);
   auto it = failures.find(key);
   if (it == failures.end()) {
     failures.emplace(std::string(key), ec);
@@ -48,19 +49,19 @@ void StorageState::record_failure(std::string_view key, std::error_code ec) {
 }
 
 std::error_code StorageState::failure_of(std::string_view key) {
-  std::lock_guard<spindle::detail::SpinLock> g(failures_lock);
+  LockGuard g(failures_lock);
   auto it = failures.find(key);
   return it == failures.end() ? std::error_code{} : it->second;
 }
 
 void StorageState::clear_failure(std::string_view key) {
-  std::lock_guard<spindle::detail::SpinLock> g(failures_lock);
+  LockGuard g(failures_lock);
   if (auto it = failures.find(key); it != failures.end()) failures.erase(it);
 }
 
 void StorageState::clear_partition_failures(std::string_view partition) {
   const std::string prefix = std::string(partition) + "/";
-  std::lock_guard<spindle::detail::SpinLock> g(failures_lock);
+  LockGuard g(failures_lock);
   auto it = failures.lower_bound(prefix);
   while (it != failures.end() && it->first.starts_with(prefix)) it = failures.erase(it);
 }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -69,9 +70,9 @@ class Channel {
 
   // Pops waiters from `q` until one accepts the claim; the hand-over `fill`
   // runs first and `undo` reverts it for a waiter that lost its claim (it is
-  // blocked on lock_ to unlink, so its slot is still there). Requires lock_.
+  // blocked on lock_ to unlink, so its slot is still there).
   template <class Fill, class Undo>
-  bool hand_over(detail::WaitQueue& q, Fill fill, Undo undo) {
+  bool hand_over(detail::WaitQueue& q, Fill fill, Undo undo) SPINDLE_REQUIRES(lock_) {
     while (detail::WaitNode* n = q.pop_front()) {
       auto* slot = static_cast<Slot*>(n->data);
       fill(*slot);
@@ -82,9 +83,9 @@ class Channel {
     }
     return false;
   }
-  // Requires lock_: tries to pass `value` to a waiting receiver; on success
-  // `value` is left moved-from.
-  bool give_to_receiver(T& value) {
+  // Tries to pass `value` to a waiting receiver; on success `value` is left
+  // moved-from.
+  bool give_to_receiver(T& value) SPINDLE_REQUIRES(lock_) {
     return hand_over(
         receivers_, [&](Slot& s) { s.value.emplace(std::move(value)); },
         [&](Slot& s) {
@@ -92,23 +93,23 @@ class Channel {
           s.value.reset();
         });
   }
-  // Requires lock_: moves a waiting sender's value to the buffer's tail.
-  bool admit_sender() {
+  // Moves a waiting sender's value to the buffer's tail.
+  bool admit_sender() SPINDLE_REQUIRES(lock_) {
     return hand_over(
         senders_,
-        [&](Slot& s) {
+        [&](Slot& s) SPINDLE_REQUIRES(lock_) {
           buffer_.push_back(std::move(*s.value));
           s.value.reset();
         },
-        [&](Slot& s) {
+        [&](Slot& s) SPINDLE_REQUIRES(lock_) {
           s.value.emplace(std::move(buffer_.back()));
           buffer_.pop_back();
         });
   }
-  // Requires lock_: the oldest value, if there is one. It comes from the
-  // buffer, whose room a waiting sender then fills; with the buffer empty
-  // (always, unbuffered) it comes straight from a waiting sender's slot.
-  std::optional<T> take() {
+  // The oldest value, if there is one. It comes from the buffer, whose room a
+  // waiting sender then fills; with the buffer empty (always, unbuffered) it
+  // comes straight from a waiting sender's slot.
+  std::optional<T> take() SPINDLE_REQUIRES(lock_) {
     std::optional<T> out;
     if (!buffer_.empty()) {
       out.emplace(std::move(buffer_.front()));
@@ -134,10 +135,10 @@ class Channel {
 
   const std::size_t capacity_;
   mutable detail::SpinLock lock_;
-  std::deque<T> buffer_;  // guarded by lock_
-  bool closed_ = false;   // guarded by lock_
-  detail::WaitQueue senders_;
-  detail::WaitQueue receivers_;
+  std::deque<T> buffer_ SPINDLE_GUARDED_BY(lock_);
+  bool closed_ SPINDLE_GUARDED_BY(lock_) = false;
+  detail::WaitQueue senders_ SPINDLE_GUARDED_BY(lock_);
+  detail::WaitQueue receivers_ SPINDLE_GUARDED_BY(lock_);
 };
 
 template <class T>

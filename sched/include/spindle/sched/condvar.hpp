@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 #include "spindle/sched/mutex.hpp"
@@ -63,7 +64,7 @@ class CondVar {
 
  private:
   detail::SpinLock lock_;
-  detail::WaitQueue waiters_;  // guarded by lock_
+  detail::WaitQueue waiters_ SPINDLE_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -37,7 +38,7 @@ class Event {
   detail::SpinLock lock_;
   // Written under lock_; release pairs with the acquire in is_set().
   std::atomic<bool> set_{false};
-  detail::WaitQueue waiters_;  // guarded by lock_
+  detail::WaitQueue waiters_ SPINDLE_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

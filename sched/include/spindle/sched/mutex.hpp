@@ -1,6 +1,7 @@
 // Mutex: a fiber-aware lock (std Lockable) for fibers and plain threads.
 #pragma once
 
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -25,8 +26,8 @@ class Mutex {
 
  private:
   detail::SpinLock lock_;
-  bool locked_ = false;  // guarded by lock_
-  detail::WaitQueue waiters_;
+  bool locked_ SPINDLE_GUARDED_BY(lock_) = false;
+  detail::WaitQueue waiters_ SPINDLE_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

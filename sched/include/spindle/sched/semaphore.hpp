@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -34,8 +35,8 @@ class Semaphore {
 
  private:
   mutable detail::SpinLock lock_;
-  std::size_t permits_;  // guarded by lock_
-  detail::WaitQueue waiters_;
+  std::size_t permits_ SPINDLE_GUARDED_BY(lock_);
+  detail::WaitQueue waiters_ SPINDLE_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

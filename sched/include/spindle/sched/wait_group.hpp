@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -32,8 +33,8 @@ class WaitGroup {
 
  private:
   mutable detail::SpinLock lock_;
-  std::int64_t count_;  // guarded by lock_
-  detail::WaitQueue waiters_;
+  std::int64_t count_ SPINDLE_GUARDED_BY(lock_);
+  detail::WaitQueue waiters_ SPINDLE_GUARDED_BY(lock_);
 };
 
 }  // namespace spindle

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 
 namespace spindle::detail {
@@ -103,29 +104,31 @@ class Node {
     lock_.unlock();
   }
   // Guards the child list, and whatever a derived class adds (a task's joiners).
-  SpinLock& lock() noexcept { return lock_; }
+  SpinLock& lock() noexcept SPINDLE_RETURN_CAPABILITY(lock_) { return lock_; }
 
  private:
   // Marks this node aborted and appends its children (each with a new
   // reference) to the caller's work list. Returns false if it was aborted.
   bool mark_aborted(Node*& worklist) noexcept;
   // The same with lock_ held.
-  bool mark_aborted_locked(Node*& worklist) noexcept;
+  bool mark_aborted_locked(Node*& worklist) noexcept SPINDLE_REQUIRES(lock_);
   // Aborts the nodes on `worklist` (from mark_aborted) and their descendants.
   static void abort_all(Node* worklist) noexcept;
 
   // The fields a parent's adopt() and its children's detach() write sit
   // together, away from refs_; the layout keeps a Task's first fields in the
-  // node's tail padding.
-  std::uint32_t children_ = 0;        // linked children; guarded by lock_
-  std::atomic<bool> aborted_{false};  // written under lock_; read anywhere
-  SpinLock lock_;                     // guards the child list below (see lock())
-  bool linked_ = false;               // guarded by parent_->lock_
-  Node* parent_ = nullptr;            // set by adopt(); kept alive while this node is linked
-  Node* first_child_ = nullptr;       // guarded by lock_
-  Node* prev_sibling_ = nullptr;      // guarded by parent_->lock_
-  Node* next_sibling_ = nullptr;      // guarded by parent_->lock_
-  Node* work_next_ = nullptr;         // abort_tree's work list; owned by the aborting thread
+  // node's tail padding. The sibling links are guarded by the parent's lock
+  // as a comment only: the analysis cannot tell that the lock held where they
+  // change (the adopting node's, detach_all()'s `parent`'s) is parent_->lock_.
+  std::uint32_t children_ SPINDLE_GUARDED_BY(lock_) = 0;  // linked children
+  std::atomic<bool> aborted_{false};                      // written under lock_; read anywhere
+  SpinLock lock_;           // guards the child list below (see lock())
+  bool linked_ = false;     // guarded by parent_->lock_
+  Node* parent_ = nullptr;  // set by adopt(); kept alive while this node is linked
+  Node* first_child_ SPINDLE_GUARDED_BY(lock_) = nullptr;
+  Node* prev_sibling_ = nullptr;  // guarded by parent_->lock_
+  Node* next_sibling_ = nullptr;  // guarded by parent_->lock_
+  Node* work_next_ = nullptr;     // abort_tree's work list; owned by the aborting thread
   std::atomic<std::uint32_t> refs_{1};
 };
 

@@ -52,13 +52,13 @@ class Task : public Node {
 
  private:
   // complete() with lock() (the node's) held.
-  void complete_locked(Outcome outcome, std::exception_ptr error) noexcept;
+  void complete_locked(Outcome outcome, std::exception_ptr error) noexcept SPINDLE_REQUIRES(lock());
 
   std::atomic<bool> done_{false};  // release in complete(); pairs with the acquire in done()
   std::atomic<bool> handle_released_{false};
   Outcome outcome_ = Outcome::kPending;
   std::exception_ptr exception_;
-  WaitQueue joiners_;  // guarded by lock(), as is the done_ transition
+  WaitQueue joiners_ SPINDLE_GUARDED_BY(lock());  // as is the done_ transition
 };
 
 // Storage for a task's return value; empty for void.

@@ -8,6 +8,7 @@
 
 #include "spindle/base/assert.hpp"
 #include "spindle/base/result.hpp"
+#include "spindle/base/thread_annotations.hpp"
 #include "spindle/base/time.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 
@@ -93,7 +94,8 @@ class WaitQueue {
 // primitive in fiber dumps (a string literal).
 // Suspends: always, unless already claimed before the caller could block.
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
-                ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
+                ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept
+    SPINDLE_RELEASE(lock);
 
 // push_back(node) on `queue`, then wait(). Afterwards, if the wait ended by a
 // notify (whose notifier, holding `lock`, unlinked the node first), waits
@@ -103,7 +105,8 @@ WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
 // with `lock` released.
 // Suspends: as wait().
 WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline deadline,
-                   ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept;
+                   ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept
+    SPINDLE_RELEASE(lock);
 
 // True when called on a fiber (a worker thread running a fiber).
 bool in_fiber() noexcept;
