@@ -169,7 +169,7 @@ Stack StackPool::allocate() {
   std::array<Stack, kCarveBatch> carved;
   std::size_t n = 0;
   {
-    std::lock_guard lock(mutex_);
+    detail::ThreadLock lock(mutex_);
     if (!free_.empty()) {
       const Stack stack = free_.back();
       free_.pop_back();
@@ -187,7 +187,7 @@ Stack StackPool::allocate() {
   }
   (void)advise(tops.data(), n, MADV_POPULATE_WRITE);
   if (n > 1) {
-    std::lock_guard lock(mutex_);
+    detail::ThreadLock lock(mutex_);
     // Never reallocates: see grow(). The lowest stride is handed out next.
     free_.insert(free_.end(), std::make_reverse_iterator(carved.begin() + n), carved.rend() - 1);
   }
@@ -220,14 +220,14 @@ std::size_t StackPool::carve(Stack* out) {
 void StackPool::deallocate(Stack stack) noexcept {
   if (!stack) return;
   SPINDLE_DCHECK(stack.size() == stack_size_, "stack from another pool");
-  std::lock_guard lock(mutex_);
+  detail::ThreadLock lock(mutex_);
   SPINDLE_DCHECK(in_use_ > 0, "more stacks freed than allocated");
   free_.push_back(stack);  // never reallocates: see grow()
   --in_use_;
 }
 
 std::size_t StackPool::in_use() const noexcept {
-  std::lock_guard lock(mutex_);
+  detail::ThreadLock lock(mutex_);
   return in_use_;
 }
 

@@ -38,7 +38,7 @@ char* map_chunk() noexcept {
 
 void* BlockArena::carve(std::size_t bytes) {
   SPINDLE_DCHECK(bytes % 16 == 0 && bytes <= kMaxCarve);
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   if (static_cast<std::size_t>(end_ - next_) < bytes) {
     char* chunk = map_chunk();
     if (!chunk) throw std::bad_alloc();

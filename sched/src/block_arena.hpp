@@ -7,7 +7,8 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
+
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::detail {
 
@@ -28,9 +29,9 @@ class BlockArena {
   void* carve(std::size_t bytes);
 
  private:
-  std::mutex mutex_;
-  char* next_ = nullptr;  // guarded by mutex_
-  char* end_ = nullptr;   // guarded by mutex_
+  ThreadMutex mutex_;
+  char* next_ SPINDLE_GUARDED_BY(mutex_) = nullptr;
+  char* end_ SPINDLE_GUARDED_BY(mutex_) = nullptr;
 };
 
 // The arena fiber control blocks come from.

@@ -32,7 +32,7 @@ void BlockDepot::put(std::size_t c, void* const* blocks) noexcept {
   auto* batch = static_cast<Batch*>(blocks[0]);
   std::copy_n(blocks + 1, kBlockBatch - 1, batch->others);
   Class& k = classes_[c];
-  std::lock_guard lock(k.mutex);
+  ThreadLock lock(k.mutex);
   batch->next = k.full;
   k.full = batch;
 }
@@ -40,7 +40,7 @@ void BlockDepot::put(std::size_t c, void* const* blocks) noexcept {
 void BlockDepot::put_one(std::size_t c, void* block) noexcept {
   SPINDLE_DCHECK(class_bytes(c) >= kMinTradedBlock);
   Class& k = classes_[c];
-  std::lock_guard lock(k.mutex);
+  ThreadLock lock(k.mutex);
   if (!k.partial) {
     k.partial = static_cast<Batch*>(block);
     k.partial_count = 1;
@@ -58,7 +58,7 @@ bool BlockDepot::take(std::size_t c, void** out) noexcept {
   Class& k = classes_[c];
   Batch* batch;
   {
-    std::lock_guard lock(k.mutex);
+    ThreadLock lock(k.mutex);
     batch = k.full;
     if (!batch) return false;
     k.full = batch->next;
@@ -70,7 +70,7 @@ bool BlockDepot::take(std::size_t c, void** out) noexcept {
 
 void* BlockDepot::take_one(std::size_t c) noexcept {
   Class& k = classes_[c];
-  std::lock_guard lock(k.mutex);
+  ThreadLock lock(k.mutex);
   if (!k.partial) {
     if (!k.full) return nullptr;
     // A full batch becomes the partial one.

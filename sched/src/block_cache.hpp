@@ -10,7 +10,8 @@
 
 #include <array>
 #include <cstddef>
-#include <mutex>
+
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::detail {
 
@@ -58,12 +59,12 @@ class BlockDepot {
   };
   static_assert(sizeof(Batch) <= kMinTradedBlock);
   struct alignas(64) Class {
-    std::mutex mutex;
-    Batch* full = nullptr;     // guarded by mutex
-    Batch* partial = nullptr;  // guarded by mutex
+    ThreadMutex mutex;
+    Batch* full SPINDLE_GUARDED_BY(mutex) = nullptr;
+    Batch* partial SPINDLE_GUARDED_BY(mutex) = nullptr;
     // Blocks in `partial`, itself included: 0 exactly when it is null, and
-    // less than kBlockBatch. Guarded by mutex.
-    std::size_t partial_count = 0;
+    // less than kBlockBatch.
+    std::size_t partial_count SPINDLE_GUARDED_BY(mutex) = 0;
   };
   std::array<Class, kBlockClasses> classes_{};
 };

@@ -16,7 +16,7 @@ BlockingPool::BlockingPool(std::size_t max_threads, std::function<void(BlockingT
 BlockingPool::~BlockingPool() { close(); }
 
 bool BlockingPool::submit(BlockingTask* task) {
-  std::unique_lock lock(mutex_);
+  ThreadLock lock(mutex_);
   if (!open_) return false;
   queue_.push_back(task);
   if (idle_ > 0) {
@@ -41,7 +41,7 @@ void BlockingPool::close() {
   std::deque<BlockingTask*> dropped;
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     open_ = false;
     dropped.swap(queue_);
     cv_.notify_all();
@@ -55,20 +55,20 @@ void BlockingPool::close() {
     t->unref();
   }
   {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     threads.swap(threads_);
   }
   for (auto& t : threads) t.join();
 }
 
 void BlockingPool::worker_main() {
-  std::unique_lock lock(mutex_);
+  ThreadLock lock(mutex_);
   for (;;) {
     if (queue_.empty()) {
       if (!open_) return;
       ++idle_;
-      const bool woke =
-          cv_.wait_for(lock, kKeepAlive, [this] { return !queue_.empty() || !open_; });
+      const bool woke = lock.wait_for(
+          cv_, kKeepAlive, [this]() SPINDLE_REQUIRES(mutex_) { return !queue_.empty() || !open_; });
       --idle_;
       if (!woke) {
         exited_.push_back(std::this_thread::get_id());

@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "spindle/base/thread_mutex.hpp"
 #include "spindle/sched/detail/core.hpp"
 
 namespace spindle::detail {
@@ -34,13 +34,14 @@ class BlockingPool {
 
   const std::size_t max_threads_;
   std::function<void(BlockingTask*)> on_exception_;
-  std::mutex mutex_;  // guards everything below
+  ThreadMutex mutex_;
   std::condition_variable cv_;
-  std::deque<BlockingTask*> queue_;
-  std::vector<std::thread> threads_;
-  std::vector<std::thread::id> exited_;  // threads that left; joined lazily
-  std::size_t idle_ = 0;
-  bool open_ = true;
+  std::deque<BlockingTask*> queue_ SPINDLE_GUARDED_BY(mutex_);
+  std::vector<std::thread> threads_ SPINDLE_GUARDED_BY(mutex_);
+  // Threads that left; joined lazily.
+  std::vector<std::thread::id> exited_ SPINDLE_GUARDED_BY(mutex_);
+  std::size_t idle_ SPINDLE_GUARDED_BY(mutex_) = 0;
+  bool open_ SPINDLE_GUARDED_BY(mutex_) = true;
 };
 
 }  // namespace spindle::detail

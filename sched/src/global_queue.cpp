@@ -5,14 +5,14 @@
 namespace spindle::detail {
 
 void GlobalQueue::push(Fiber* const* items, std::size_t n) noexcept {
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   fibers_.insert(fibers_.end(), items, items + n);
   len_.store(fibers_.size(), std::memory_order_release);
 }
 
 std::size_t GlobalQueue::take(Fiber** out, std::size_t max) noexcept {
   if (max == 0 || empty()) return 0;
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   const std::size_t n = std::min(max, fibers_.size());
   std::copy_n(fibers_.begin(), n, out);
   fibers_.erase(fibers_.begin(), fibers_.begin() + static_cast<std::ptrdiff_t>(n));

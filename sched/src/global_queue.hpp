@@ -5,8 +5,8 @@
 #include <atomic>
 #include <cstddef>
 #include <deque>
-#include <mutex>
 
+#include "spindle/base/thread_mutex.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 
 namespace spindle::detail {
@@ -37,8 +37,8 @@ class GlobalQueue {
   static std::size_t share(std::size_t len, std::size_t workers) noexcept;
 
  private:
-  mutable std::mutex mutex_;
-  std::deque<Fiber*> fibers_;  // guarded by mutex_
+  mutable ThreadMutex mutex_;
+  std::deque<Fiber*> fibers_ SPINDLE_GUARDED_BY(mutex_);
   // release under mutex_; pairs with the acquire in len().
   std::atomic<std::size_t> len_{0};
 };

@@ -7,8 +7,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <mutex>
 #include <vector>
+
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::detail {
 
@@ -38,7 +39,7 @@ class Roster {
   // Calls fn(Worker*) for every worker in the roster, under its lock.
   template <class Fn>
   void for_each(Fn&& fn) {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     for (Worker* w : workers_) fn(w);
   }
 
@@ -46,10 +47,10 @@ class Roster {
   void hold(Worker* w);
 
   std::atomic<bool> pausing_{false};  // written under mutex_
-  std::mutex mutex_;                  // guards the fields below
+  ThreadMutex mutex_;
   std::condition_variable cv_;
-  std::vector<Worker*> workers_;
-  std::size_t held_ = 0;
+  std::vector<Worker*> workers_ SPINDLE_GUARDED_BY(mutex_);
+  std::size_t held_ SPINDLE_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace spindle::detail

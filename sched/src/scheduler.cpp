@@ -29,8 +29,8 @@ std::string describe_exception(const std::exception_ptr& e) {
   }
 }
 
+ThreadMutex debug_schedulers_mutex;
 Scheduler* debug_schedulers = nullptr;
-std::mutex debug_schedulers_mutex;
 
 Scheduler::Scheduler(const Config& c)
     : config(c),
@@ -40,14 +40,14 @@ Scheduler::Scheduler(const Config& c)
       blocking(c.blocking_threads,
                [this](BlockingTask* t) { task_failed("blocking task", t->exception()); }) {
   metrics->attach_global_queue(&global);
-  std::lock_guard lock(debug_schedulers_mutex);
+  ThreadLock lock(debug_schedulers_mutex);
   debug_next = debug_schedulers;
   debug_schedulers = this;
 }
 
 Scheduler::~Scheduler() {
   {
-    std::lock_guard lock(debug_schedulers_mutex);
+    ThreadLock lock(debug_schedulers_mutex);
     Scheduler** link = &debug_schedulers;
     while (*link != this) link = &(*link)->debug_next;
     *link = debug_next;
@@ -156,7 +156,7 @@ void Scheduler::task_failed(std::string_view who, std::exception_ptr error) noex
   if (!config.catch_exceptions) {
     bool first = false;
     {
-      std::lock_guard lock(mutex_);
+      ThreadLock lock(mutex_);
       if (!failure_) {
         failure_ = error;
         first = true;
@@ -174,13 +174,18 @@ void Scheduler::task_failed(std::string_view who, std::exception_ptr error) noex
 }
 
 std::exception_ptr Scheduler::failure() const {
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   return failure_;
 }
 
 void Scheduler::start_dedicated(Fiber* fiber) {
-  std::unique_lock lock(mutex_);
-  reap_dedicated(lock);
+  ThreadLock lock(mutex_);
+  {
+    std::vector<std::thread> finished = reap_dedicated();
+    lock.unlock();
+    for (auto& t : finished) t.join();
+    lock.lock();
+  }
   dedicated_.emplace_back([self = shared_from_this(), fiber] {
     Scheduler& s = *self;
     std::optional<Worker> worker;
@@ -200,12 +205,12 @@ void Scheduler::start_dedicated(Fiber* fiber) {
     }
     if (worker) worker->run_dedicated(fiber);
     worker.reset();
-    std::lock_guard done(s.mutex_);
+    ThreadLock done(s.mutex_);
     s.dedicated_finished_.push_back(std::this_thread::get_id());
   });
 }
 
-void Scheduler::reap_dedicated(std::unique_lock<std::mutex>& lock) {
+std::vector<std::thread> Scheduler::reap_dedicated() {
   auto finished = std::move(dedicated_finished_);
   dedicated_finished_.clear();
   std::vector<std::thread> to_join;
@@ -217,15 +222,13 @@ void Scheduler::reap_dedicated(std::unique_lock<std::mutex>& lock) {
       dedicated_.erase(it);
     }
   }
-  lock.unlock();
-  for (auto& t : to_join) t.join();
-  lock.lock();
+  return to_join;
 }
 
 void Scheduler::join_dedicated() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     threads.swap(dedicated_);
     dedicated_finished_.clear();
   }
@@ -233,41 +236,41 @@ void Scheduler::join_dedicated() {
 }
 
 void Scheduler::report_started(std::exception_ptr error) {
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   started_ready_ = true;
   started_error_ = std::move(error);
   cv_.notify_all();
 }
 
 std::exception_ptr Scheduler::wait_started() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return started_ready_; });
+  ThreadLock lock(mutex_);
+  lock.wait(cv_, [this]() SPINDLE_REQUIRES(mutex_) { return started_ready_; });
   started_ready_ = false;
   return std::exchange(started_error_, nullptr);
 }
 
 void Scheduler::release_workers(bool go) {
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   released_ = true;
   go_ = go;
   cv_.notify_all();
 }
 
 bool Scheduler::wait_release() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return released_; });
+  ThreadLock lock(mutex_);
+  lock.wait(cv_, [this]() SPINDLE_REQUIRES(mutex_) { return released_; });
   return go_;
 }
 
 void Scheduler::worker_done() {
-  std::lock_guard lock(mutex_);
+  ThreadLock lock(mutex_);
   ++workers_done_;
   cv_.notify_all();
 }
 
 void Scheduler::wait_workers_done() {
-  std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return workers_done_ == workers.size(); });
+  ThreadLock lock(mutex_);
+  lock.wait(cv_, [this]() SPINDLE_REQUIRES(mutex_) { return workers_done_ == workers.size(); });
 }
 
 }  // namespace spindle::detail

@@ -18,6 +18,7 @@
 #include "idle_set.hpp"
 #include "metrics.hpp"
 #include "roster.hpp"
+#include "spindle/base/thread_mutex.hpp"
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
@@ -34,8 +35,8 @@ class Scheduler;
 
 // Every live scheduler, newest first, linked through debug_next: the roots
 // from which a debugger finds fibers (scripts/gdb/spindle.py).
-extern Scheduler* debug_schedulers;
-extern std::mutex debug_schedulers_mutex;
+extern ThreadMutex debug_schedulers_mutex;
+extern Scheduler* debug_schedulers SPINDLE_GUARDED_BY(debug_schedulers_mutex);
 
 // Thread-safe unless noted.
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
@@ -56,8 +57,8 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   // Context::stop / stopped. A shared_ptr: StopSignals may outlive the run.
   const std::shared_ptr<Stopper> stopper = std::make_shared<Stopper>();
 
-  // Link in debug_schedulers (guarded by debug_schedulers_mutex).
-  Scheduler* debug_next = nullptr;
+  // Link in debug_schedulers.
+  Scheduler* debug_next SPINDLE_GUARDED_BY(debug_schedulers_mutex) = nullptr;
 
   // Pool workers by index; filled during startup, stable until teardown.
   std::vector<Worker*> workers;
@@ -108,7 +109,9 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
 
  private:
   void make_ready(Fiber* f, bool woken) noexcept;
-  void reap_dedicated(std::unique_lock<std::mutex>& lock);
+  // Takes the dedicated threads that finished out of dedicated_, for the
+  // caller to join once it has released mutex_.
+  std::vector<std::thread> reap_dedicated() SPINDLE_REQUIRES(mutex_);
 
  public:
   // Startup rendezvous: worker 0 starts the others one at a time, each
@@ -130,16 +133,17 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   std::atomic<std::uint64_t> foreign_finished_{0};  // exits off the pool workers
   std::atomic<std::uint64_t> next_id_{1};
 
-  mutable std::mutex mutex_;  // guards the fields below
+  mutable ThreadMutex mutex_;
   std::condition_variable cv_;
-  std::exception_ptr failure_;
-  std::vector<std::thread> dedicated_;
-  std::vector<std::thread::id> dedicated_finished_;  // threads to join
-  bool started_ready_ = false;
-  std::exception_ptr started_error_;
-  bool released_ = false;
-  bool go_ = false;
-  std::size_t workers_done_ = 0;
+  std::exception_ptr failure_ SPINDLE_GUARDED_BY(mutex_);
+  std::vector<std::thread> dedicated_ SPINDLE_GUARDED_BY(mutex_);
+  // Threads to join.
+  std::vector<std::thread::id> dedicated_finished_ SPINDLE_GUARDED_BY(mutex_);
+  bool started_ready_ SPINDLE_GUARDED_BY(mutex_) = false;
+  std::exception_ptr started_error_ SPINDLE_GUARDED_BY(mutex_);
+  bool released_ SPINDLE_GUARDED_BY(mutex_) = false;
+  bool go_ SPINDLE_GUARDED_BY(mutex_) = false;
+  std::size_t workers_done_ SPINDLE_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace spindle::detail

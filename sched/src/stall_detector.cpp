@@ -145,7 +145,7 @@ StallDetector::StallDetector(Scheduler& scheduler, std::chrono::milliseconds thr
 
 StallDetector::~StallDetector() {
   {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -164,8 +164,8 @@ void StallDetector::run() {
   std::vector<Stall> stalls;
   const auto period =
       std::max<std::chrono::milliseconds>(threshold_ / 4, std::chrono::milliseconds(1));
-  std::unique_lock lock(mutex_);
-  while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+  ThreadLock lock(mutex_);
+  while (!lock.wait_for(cv_, period, [this]() SPINDLE_REQUIRES(mutex_) { return stop_; })) {
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
     for (Seen& s : seen) s.present = false;

@@ -11,11 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "spindle/base/log.hpp"
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::detail {
 
@@ -58,9 +58,9 @@ class StallDetector {
   Scheduler& scheduler_;
   const std::chrono::milliseconds threshold_;
   const LogSink sink_;
-  std::mutex mutex_;  // guards stop_
+  ThreadMutex mutex_;
   std::condition_variable cv_;
-  bool stop_ = false;
+  bool stop_ SPINDLE_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

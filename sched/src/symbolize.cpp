@@ -8,8 +8,9 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <thread>
+
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::detail {
 namespace {
@@ -44,7 +45,7 @@ class Symbolizer {
     static Registry registry;
     Symbolizer* s;
     {
-      std::lock_guard lock(registry.mutex);
+      ThreadLock lock(registry.mutex);
       if (!registry.instance || registry.instance->pid_ != ::getpid())
         registry.instance = new Symbolizer;  // a parent's instance is leaked in a child
       s = registry.instance;
@@ -54,7 +55,7 @@ class Symbolizer {
 
   ~Symbolizer() {
     {
-      std::lock_guard lock(mutex_);
+      ThreadLock lock(mutex_);
       stopping_ = true;
     }
     ready_.notify_one();
@@ -63,20 +64,20 @@ class Symbolizer {
 
  private:
   struct Registry {
-    std::mutex mutex;
-    Symbolizer* instance = nullptr;
+    ThreadMutex mutex;
+    Symbolizer* instance SPINDLE_GUARDED_BY(mutex) = nullptr;
     ~Registry() {
       if (instance && instance->pid_ == ::getpid()) delete instance;
     }
   };
 
   void submit(const std::function<void()>& job) {
-    std::unique_lock lock(mutex_);
-    done_.wait(lock, [&] { return job_ == nullptr; });  // one job at a time
+    ThreadLock lock(mutex_);
+    lock.wait(done_, [&]() SPINDLE_REQUIRES(mutex_) { return job_ == nullptr; });  // one at a time
     job_ = &job;
     error_ = nullptr;
     ready_.notify_one();
-    done_.wait(lock, [&] { return finished_ == &job; });
+    lock.wait(done_, [&]() SPINDLE_REQUIRES(mutex_) { return finished_ == &job; });
     finished_ = nullptr;
     const std::exception_ptr error = error_;
     job_ = nullptr;
@@ -85,9 +86,11 @@ class Symbolizer {
   }
 
   void loop() {
-    std::unique_lock lock(mutex_);
+    ThreadLock lock(mutex_);
     for (;;) {
-      ready_.wait(lock, [&] { return stopping_ || (job_ != nullptr && finished_ == nullptr); });
+      lock.wait(ready_, [&]() SPINDLE_REQUIRES(mutex_) {
+        return stopping_ || (job_ != nullptr && finished_ == nullptr);
+      });
       if (stopping_) return;
       const std::function<void()>* job = job_;
       lock.unlock();
@@ -105,14 +108,16 @@ class Symbolizer {
   }
 
   const pid_t pid_ = ::getpid();
-  std::mutex mutex_;
-  std::condition_variable ready_;                    // a job was posted, or stopping_ set
-  std::condition_variable done_;                     // a job finished, or its result was collected
-  const std::function<void()>* job_ = nullptr;       // the job posted, until collected
-  const std::function<void()>* finished_ = nullptr;  // the job just run, until collected
-  std::exception_ptr error_;
-  bool stopping_ = false;                   // set once, by the destructor
-  std::thread thread_{[this] { loop(); }};  // last: starts after the members above
+  ThreadMutex mutex_;
+  std::condition_variable ready_;  // a job was posted, or stopping_ set
+  std::condition_variable done_;   // a job finished, or its result was collected
+  // The job posted, until collected.
+  const std::function<void()>* job_ SPINDLE_GUARDED_BY(mutex_) = nullptr;
+  // The job just run, until collected.
+  const std::function<void()>* finished_ SPINDLE_GUARDED_BY(mutex_) = nullptr;
+  std::exception_ptr error_ SPINDLE_GUARDED_BY(mutex_);
+  bool stopping_ SPINDLE_GUARDED_BY(mutex_) = false;  // set once, by the destructor
+  std::thread thread_{[this] { loop(); }};            // last: starts after the members above
 };
 
 }  // namespace

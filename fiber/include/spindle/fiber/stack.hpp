@@ -1,12 +1,13 @@
 // Fiber stacks: slab-carved, lazily committed, guarded, pooled.
-// Nothing here suspends. StackPool takes a std::mutex for a few instructions
+// Nothing here suspends. StackPool takes a ThreadMutex for a few instructions
 // per call (plus an mmap and a madvise or mprotect when it carves new stacks);
 // StackCache takes no lock.
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <vector>
+
+#include "spindle/base/thread_mutex.hpp"
 
 namespace spindle::fiber {
 
@@ -52,20 +53,21 @@ class StackPool {
   std::size_t in_use() const noexcept;
 
  private:
-  void grow();  // maps a new slab; requires mutex_ held
+  void grow() SPINDLE_REQUIRES(mutex_);  // maps a new slab
   // Guards up to kCarveBatch fresh strides into out[]; returns how many (at
-  // least one, or throws). Requires mutex_ held.
-  std::size_t carve(Stack* out);
+  // least one, or throws).
+  std::size_t carve(Stack* out) SPINDLE_REQUIRES(mutex_);
 
   std::size_t stack_size_;  // usable bytes per stack
   std::size_t stride_;      // guard + stack
   std::size_t per_slab_;    // stacks per slab
   GuardMode guard_mode_;
-  mutable std::mutex mutex_;
-  std::vector<Stack> free_;    // guarded by mutex_
-  std::vector<void*> slabs_;   // guarded by mutex_
-  std::size_t slab_next_ = 0;  // next uncarved index in slabs_.back(); guarded by mutex_
-  std::size_t in_use_ = 0;     // guarded by mutex_
+  mutable detail::ThreadMutex mutex_;
+  std::vector<Stack> free_ SPINDLE_GUARDED_BY(mutex_);
+  std::vector<void*> slabs_ SPINDLE_GUARDED_BY(mutex_);
+  // The next uncarved index in slabs_.back().
+  std::size_t slab_next_ SPINDLE_GUARDED_BY(mutex_) = 0;
+  std::size_t in_use_ SPINDLE_GUARDED_BY(mutex_) = 0;
 };
 
 // Worker-affine (not thread-safe). A bounded LIFO cache in front of a StackPool,

@@ -3,9 +3,9 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "spindle/base/thread_mutex.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 
@@ -51,24 +51,24 @@ class LiveScheduler {
   LiveScheduler& operator=(const LiveScheduler&) noexcept { return *this; }
 
   void set(const std::shared_ptr<Scheduler>& s) noexcept {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     current_ = s;
   }
   void clear() noexcept {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     current_.reset();
   }
   // The scheduler while run() runs, else null.
   std::shared_ptr<Scheduler> get() const noexcept {
-    std::lock_guard lock(mutex_);
+    ThreadLock lock(mutex_);
     return current_.lock();
   }
 
  private:
   // A mutex rather than std::atomic<std::weak_ptr>: libstdc++ 12's lock bit
   // inside the pointer is invisible to TSan.
-  mutable std::mutex mutex_;
-  std::weak_ptr<Scheduler> current_;  // guarded by mutex_
+  mutable ThreadMutex mutex_;
+  std::weak_ptr<Scheduler> current_ SPINDLE_GUARDED_BY(mutex_);
 };
 
 // Admits a new fiber under `parent` and queues it. If the runtime is shutting
