@@ -89,8 +89,8 @@ Row spindle_pipe_pingpong(const Params& p) {
       for (std::uint64_t i = 0; i < rounds; ++i) {
         const auto out = static_cast<unsigned char>(i);
         unsigned char in = 0;
-        if (write_byte(pipes.ab[1], out) != 1) break;
-        if (read_byte(pipes.ba[0], in) != 1 || in != out) break;
+        if (write_byte(pipes.ab[1], out).value_or(0) != 1) break;
+        if (read_byte(pipes.ba[0], in).value_or(0) != 1 || in != out) break;
         ++ok;
       }
       return ok;
@@ -99,8 +99,8 @@ Row spindle_pipe_pingpong(const Params& p) {
     auto b = spindle::spawn([&pipes, rounds] {
       for (std::uint64_t i = 0; i < rounds; ++i) {
         unsigned char c = 0;
-        if (read_byte(pipes.ab[0], c) != 1) break;
-        if (write_byte(pipes.ba[1], c) != 1) break;
+        if (read_byte(pipes.ab[0], c).value_or(0) != 1) break;
+        if (write_byte(pipes.ba[1], c).value_or(0) != 1) break;
       }
       return std::uint64_t{0};
     });
