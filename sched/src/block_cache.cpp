@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "block_arena.hpp"
+#include "current.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 #include "worker.hpp"

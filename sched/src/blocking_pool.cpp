@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "abandon.hpp"
 #include "metrics.hpp"
 
 namespace spindle::detail {
@@ -46,14 +47,7 @@ void BlockingPool::close() {
     dropped.swap(queue_);
     cv_.notify_all();
   }
-  for (BlockingTask* t : dropped) {
-    t->discard();
-    t->abort_tree();
-    t->detach();
-    if (TaskRecord* r = t->record) count_task_finish(r, r->shared_slot);
-    t->finish(Task::Outcome::kAborted, nullptr);
-    t->unref();
-  }
+  for (BlockingTask* t : dropped) abandon_unrun(*t, t->record ? t->record->shared_slot : 0);
   {
     ThreadLock lock(mutex_);
     threads.swap(threads_);
@@ -95,9 +89,9 @@ void BlockingPool::worker_main() {
     }
     task->abort_tree();
     task->detach();
-    // Before finish(): a joiner that scrapes sees the task no longer running.
+    // Before complete(): a joiner that scrapes sees the task no longer running.
     if (TaskRecord* r = task->record) count_task_finish(r, r->shared_slot);
-    task->finish(outcome, error);
+    task->complete(outcome, error);
     if (outcome == Task::Outcome::kException) on_exception_(task);
     task->unref();
     lock.lock();

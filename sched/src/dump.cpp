@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "coarse_clock.hpp"
+#include "current.hpp"
 #include "io_request.hpp"
+#include "park_word.hpp"
 #include "scheduler.hpp"
 #include "spindle/sched/context.hpp"
 #include "spindle/sched/detail/core.hpp"
@@ -115,7 +117,7 @@ Entry describe_node(Node* node, int depth, bool complete, const Fiber* caller, s
     e.line = fmt::format("fiber {}", f->id);
     if (!f->name.empty()) fmt::format_to(std::back_inserter(e.line), " '{}'", f->name);
     fmt::format_to(std::back_inserter(e.line), ": {}", describe_state(*f, complete, caller));
-    if (complete && f->pinned && f->pinned->kind() == Worker::Kind::kDedicated)
+    if (complete && f->pinned && f->pinned->placement() == Placement::kDedicated)
       e.line += ", dedicated thread";
     if (f->aborted()) e.line += ", aborted";
     fmt::format_to(std::back_inserter(e.line), ", age {} ms",
@@ -148,7 +150,7 @@ Listing capture(Scheduler& s) {
 
   Listing listing;
   std::size_t captured = 0;
-  listing.complete = s.roster.pause(self, kPauseWait);
+  listing.complete = s.roster.pause(self ? &self->remote() : nullptr, kPauseWait);
   // Depth-first from the root; each node on the stack holds a reference.
   std::vector<std::pair<Node*, int>> stack;
   std::vector<Node*> children;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "current.hpp"
 #include "spindle/sched/detail/core.hpp"
 #include "spindle/sched/pin.hpp"
 #include "worker.hpp"
@@ -69,7 +70,7 @@ PinToWorker::PinToWorker() {
   detail::Fiber* f = detail::current_fiber();
   if (!f) throw std::logic_error("spindle::PinToWorker used outside a fiber");
   previous_ = f->pinned;
-  if (!f->pinned) f->pinned = detail::current_worker();
+  if (!f->pinned) f->pinned = &detail::current_worker()->remote();
 }
 
 PinToWorker::~PinToWorker() { detail::current_fiber()->pinned = previous_; }

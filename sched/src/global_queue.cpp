@@ -4,13 +4,13 @@
 
 namespace spindle::detail {
 
-void GlobalQueue::push(Fiber* const* items, std::size_t n) noexcept {
+void GlobalQueue::push(ReadyEntry* const* items, std::size_t n) noexcept {
   ThreadLock lock(mutex_);
   fibers_.insert(fibers_.end(), items, items + n);
   len_.store(fibers_.size(), std::memory_order_release);
 }
 
-std::size_t GlobalQueue::take(Fiber** out, std::size_t max) noexcept {
+std::size_t GlobalQueue::take(ReadyEntry** out, std::size_t max) noexcept {
   if (max == 0 || empty()) return 0;
   ThreadLock lock(mutex_);
   const std::size_t n = std::min(max, fibers_.size());

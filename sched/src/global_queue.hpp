@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <deque>
 
+#include "ready_entry.hpp"
 #include "spindle/base/thread_mutex.hpp"
-#include "spindle/sched/detail/fiber.hpp"
 
 namespace spindle::detail {
 
@@ -26,11 +26,11 @@ class GlobalQueue {
   bool empty() const noexcept { return len() == 0; }
 
   // Appends items[0..n), oldest first.
-  void push(Fiber* const* items, std::size_t n) noexcept;
-  void push(Fiber* f) noexcept { push(&f, 1); }
+  void push(ReadyEntry* const* items, std::size_t n) noexcept;
+  void push(ReadyEntry* e) noexcept { push(&e, 1); }
 
   // Moves up to `max` fibers, oldest first, to out[0..n) and returns n.
-  std::size_t take(Fiber** out, std::size_t max) noexcept;
+  std::size_t take(ReadyEntry** out, std::size_t max) noexcept;
 
   // The reference's share for one worker: min(len / workers + 1, 128, len).
   static constexpr std::size_t kMaxShare = 128;
@@ -38,7 +38,7 @@ class GlobalQueue {
 
  private:
   mutable ThreadMutex mutex_;
-  std::deque<Fiber*> fibers_ SPINDLE_GUARDED_BY(mutex_);
+  std::deque<ReadyEntry*> fibers_ SPINDLE_GUARDED_BY(mutex_);
   // release under mutex_; pairs with the acquire in len().
   std::atomic<std::size_t> len_{0};
 };

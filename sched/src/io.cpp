@@ -8,7 +8,9 @@
 #include <cstdint>
 
 #include "coarse_clock.hpp"
+#include "current.hpp"
 #include "io_request.hpp"
+#include "park_word.hpp"
 #include "scheduler.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/sched/this_fiber.hpp"
@@ -32,13 +34,8 @@ void complete_thunk(uring::Operation* op, int res, std::uint32_t flags) noexcept
   if (r->deadline_entry.linked()) current_worker()->wheel().remove(&r->deadline_entry);
   Fiber* f = r->fiber;
   f->wake_reason = WakeReason::kNotified;
-  // release; pairs with the acquire loads of wakers, who all see kNone now.
-  // A plain store, not a read-modify-write: during a kIo park the only other
-  // writer is an abort setting kParkAborted, which then sends this worker a
-  // CancelIo message; if this store drops that flag, cancel_io sets it again.
-  const std::uint64_t w = f->wake_word.load(std::memory_order_relaxed);
-  f->wake_word.store(w & ~kParkKindMask, std::memory_order_release);
-  f->scheduler().schedule(f);
+  end_io_park(*f);
+  f->scheduler().put_woken(f);
 }
 
 // After the fiber's context is saved and its park word armed (kIo).
@@ -55,11 +52,10 @@ void publish_io(void* arg) noexcept {
 }
 
 // Counts an operation refused because worker `w` has `limit` in flight, and
-// logs it at most once a second (process-wide). Any worker.
+// logs it at most once a second per runtime. Any worker.
 void refuse_over_limit(const Worker& w, std::size_t limit) noexcept {
   count(Stat::kIoLimitRefusals);
-  static std::atomic<std::uint64_t> refused{0};
-  static std::atomic<std::uint64_t> reported_ms{0};
+  auto& [refused, reported_ms] = w.scheduler().io_limit_refusals;
   refused.fetch_add(1, std::memory_order_relaxed);
   const std::uint64_t now = coarse_now_ms();
   std::uint64_t last = reported_ms.load(std::memory_order_relaxed);
@@ -93,17 +89,8 @@ void on_io_deadline(WheelEntry* entry) noexcept {
 }
 
 void cancel_io(Worker& owner, Fiber* fiber, std::uint64_t epoch) noexcept {
-  // acquire: the abort set the flag before it sent the message, so only a
-  // completion's store (complete_thunk) can have cleared it since.
-  const std::uint64_t w = fiber->wake_word.load(std::memory_order_acquire);
-  if (!(w & kParkAborted)) {
-    // That park ended and its completion dropped the flag: deliver the abort
-    // again, to whatever the fiber waits on now.
-    fiber->deliver_abort();
-    return;
-  }
-  if (w != (park_word(epoch, ParkKind::kIo) | kParkAborted)) return;  // that park ended
-  if (fiber->io_owner.load(std::memory_order_relaxed) != &owner) return;
+  if (!confirm_io_abort(*fiber, epoch)) return;  // that park ended
+  if (fiber->io_owner.load(std::memory_order_relaxed) != &owner.remote()) return;
   auto* r = static_cast<IoRequest*>(fiber->io_op);
   if (!r->cancellable || r->aborted || r->timed_out) return;
   r->aborted = true;

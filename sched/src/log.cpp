@@ -1,5 +1,6 @@
 #include "spindle/sched/log.hpp"
 
+#include "current.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"
 

@@ -37,6 +37,7 @@
 #include <stdexcept>
 
 #include "counter_registry.hpp"
+#include "current.hpp"
 #include "global_queue.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"

@@ -2,22 +2,22 @@
 
 #include <algorithm>
 
-#include "worker.hpp"
+#include "worker_remote.hpp"
 
 namespace spindle::detail {
 
-void Roster::join(Worker* w) {
+void Roster::join(WorkerRemote* w) {
   ThreadLock lock(mutex_);
   workers_.push_back(w);
 }
 
-void Roster::leave(Worker* w) {
+void Roster::leave(WorkerRemote* w) {
   ThreadLock lock(mutex_);
   workers_.erase(std::find(workers_.begin(), workers_.end(), w));
   cv_.notify_all();  // a pauser waits for every worker still listed
 }
 
-void Roster::hold(Worker* /*w*/) {
+void Roster::hold(WorkerRemote* /*w*/) {
   ThreadLock lock(mutex_);
   if (!pausing_.load(std::memory_order_relaxed)) return;
   ++held_;
@@ -26,12 +26,12 @@ void Roster::hold(Worker* /*w*/) {
   --held_;
 }
 
-bool Roster::pause(Worker* self, std::chrono::milliseconds timeout) {
+bool Roster::pause(WorkerRemote* self, std::chrono::milliseconds timeout) {
   ThreadLock lock(mutex_);
   pausing_.store(true, std::memory_order_seq_cst);
   // Wake parked workers so they reach their check (after the flag is set: a
   // worker about to park re-checks it after clearing its parker).
-  for (Worker* w : workers_) {
+  for (WorkerRemote* w : workers_) {
     if (w != self) w->unpark();
   }
   return lock.wait_for(cv_, timeout, [&]() SPINDLE_REQUIRES(mutex_) {

@@ -13,17 +13,17 @@
 
 namespace spindle::detail {
 
-class Worker;
+class WorkerRemote;
 
 // Thread-safe. A worker joins before its loop and leaves after it; between
 // fibers it calls hold_if_requested(), which blocks it while a pause is on.
 class Roster {
  public:
-  void join(Worker* w);
-  void leave(Worker* w);
+  void join(WorkerRemote* w);
+  void leave(WorkerRemote* w);
 
   // The worker loop's check, between fibers: a relaxed load unless a pause is on.
-  void hold_if_requested(Worker* w) {
+  void hold_if_requested(WorkerRemote* w) {
     if (pausing_.load(std::memory_order_relaxed)) hold(w);
   }
   bool pause_requested() const noexcept { return pausing_.load(std::memory_order_relaxed); }
@@ -33,23 +33,23 @@ class Roster {
   // resume(), no fiber runs but the caller's. Otherwise workers that have not
   // held yet may still be running fibers. Either way, call resume() after.
   // One pause at a time (callers serialize).
-  bool pause(Worker* self, std::chrono::milliseconds timeout);
+  bool pause(WorkerRemote* self, std::chrono::milliseconds timeout);
   void resume();
 
-  // Calls fn(Worker*) for every worker in the roster, under its lock.
+  // Calls fn(WorkerRemote*) for every worker in the roster, under its lock.
   template <class Fn>
   void for_each(Fn&& fn) {
     ThreadLock lock(mutex_);
-    for (Worker* w : workers_) fn(w);
+    for (WorkerRemote* w : workers_) fn(w);
   }
 
  private:
-  void hold(Worker* w);
+  void hold(WorkerRemote* w);
 
   std::atomic<bool> pausing_{false};  // written under mutex_
   ThreadMutex mutex_;
   std::condition_variable cv_;
-  std::vector<Worker*> workers_ SPINDLE_GUARDED_BY(mutex_);
+  std::vector<WorkerRemote*> workers_ SPINDLE_GUARDED_BY(mutex_);
   std::size_t held_ SPINDLE_GUARDED_BY(mutex_) = 0;
 };
 

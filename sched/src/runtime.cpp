@@ -55,7 +55,9 @@
 #include <stdexcept>
 #include <thread>
 
+#include "abandon.hpp"
 #include "coarse_clock.hpp"
+#include "current.hpp"
 #include "scheduler.hpp"
 #include "spindle/fiber/overflow.hpp"
 #include "spindle/sched/context.hpp"
@@ -101,8 +103,8 @@ bool describe_overflow(const void* addr, char* out, std::size_t cap) {
 void worker_thread(std::shared_ptr<Scheduler> s, std::size_t index) {
   std::optional<Worker> worker;
   try {
-    worker.emplace(*s, Worker::Kind::kPool, index);
-    s->workers[index] = &*worker;
+    worker.emplace(*s, Placement::kPool, index);
+    s->workers[index] = &worker->remote();
     s->report_started(nullptr);
   } catch (...) {
     s->report_started(std::current_exception());
@@ -120,7 +122,7 @@ void worker_thread(std::shared_ptr<Scheduler> s, std::size_t index) {
 std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::string_view name,
                                                Execution execution, TaskKind kind) noexcept {
   try {
-    if (w && &w->scheduler() == &s && w->kind() == Worker::Kind::kPool) {
+    if (w && &w->scheduler() == &s && w->placement() == Placement::kPool) {
       return {w->task_record(name, execution, kind), w->index()};
     }
     TaskRecord* r = s.metrics->intern(name, execution, kind);
@@ -130,21 +132,7 @@ std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::str
   }
 }
 
-// Completes a fiber that will never run.
-void retire_unrun(Fiber* f) {
-  f->discard();
-  f->abort_tree();
-  f->detach();
-  f->finish(Task::Outcome::kAborted, nullptr);
-  f->unref();
-}
-
 }  // namespace
-
-Scheduler* current_scheduler() noexcept {
-  Worker* w = current_worker();
-  return w ? &w->scheduler() : nullptr;
-}
 
 std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
   return std::make_shared<Scheduler>(config);
@@ -157,14 +145,6 @@ Stopper& stopper(Scheduler& scheduler) noexcept { return *scheduler.stopper; }
 bool accepting(const Scheduler& scheduler) noexcept { return scheduler.accepting(); }
 
 void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* live) {
-  try {
-    uring::require_kernel_support();
-    static std::once_flag handler_once;
-    std::call_once(handler_once, [] { fiber::install_overflow_handler(&describe_overflow); });
-  } catch (...) {
-    retire_unrun(root);
-    throw;
-  }
   root->root = true;
   root->name = "root";
   root->id = s->allocate_id_block(1);
@@ -174,7 +154,8 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
   s->workers.assign(s->config.workers, nullptr);
   s->count_spawn();  // not on a worker yet: counted as foreign
   root->record = record_for(*s, nullptr, root->name, Execution::kShared, TaskKind::kRoot).first;
-  count_task_spawn(root->record, root->record ? root->record->shared_slot : 0);
+  const std::size_t root_slot = root->record ? root->record->shared_slot : 0;
+  count_task_spawn(root->record, root_slot);
 
   std::optional<Worker> w0;
   std::vector<std::thread> threads;
@@ -182,17 +163,18 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
     s->release_workers(false);
     for (auto& t : threads) t.join();
     w0.reset();
-    s->count_finish();
-    count_task_finish(root->record, root->record ? root->record->shared_slot : 0);
-    retire_unrun(root);
+    abandon_unrun(*root, root_slot);
     std::rethrow_exception(error);
   };
   try {
-    w0.emplace(*s, Worker::Kind::kPool, 0);
+    uring::require_kernel_support();
+    static std::once_flag handler_once;
+    std::call_once(handler_once, [] { fiber::install_overflow_handler(&describe_overflow); });
+    w0.emplace(*s, Placement::kPool, 0);
   } catch (...) {
     abandon(std::current_exception());
   }
-  s->workers[0] = &*w0;
+  s->workers[0] = &w0->remote();
   for (std::size_t i = 1; i < s->config.workers; ++i) {
     threads.emplace_back(worker_thread, s, i);
     if (auto error = s->wait_started()) {
@@ -204,8 +186,8 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
   }
   s->release_workers(true);
 
-  root->pinned = &*w0;
-  w0->push_ready(root);
+  root->pinned = &w0->remote();
+  w0->put(root);
   // Published once the root is set up: a dump from another thread reads it.
   if (live) live->set(s);
   {
@@ -248,17 +230,13 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
   // shutdown count through the supervision lock.
   s.count_spawn();
   if (!s.accepting() || !parent.adopt(fiber)) {
-    fiber->discard();
-    count_task_finish(record, slot);
-    fiber->finish(Task::Outcome::kAborted, nullptr);
-    s.count_finish();
-    fiber->unref();
+    abandon_unrun(*fiber, slot);
     return;
   }
   if (placement == Placement::kDedicated) {
     s.start_dedicated(fiber);
   } else {
-    s.schedule_spawned(fiber);
+    s.put_spawned(fiber);
   }
 }
 
@@ -268,12 +246,7 @@ void launch_blocking(Scheduler& s, BlockingTask* task, Node& parent, const Ident
   task->record = record;
   count_task_spawn(record, slot);
   if (!s.accepting() || !parent.adopt(task) || !s.blocking.submit(task)) {
-    count_task_finish(record, slot);
-    task->discard();
-    task->abort_tree();
-    task->detach();
-    task->finish(Task::Outcome::kAborted, nullptr);
-    task->unref();
+    abandon_unrun(*task, slot);
   }
 }
 

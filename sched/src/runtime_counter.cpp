@@ -1,6 +1,7 @@
 #include "spindle/sched/runtime_counter.hpp"
 
 #include "counter_registry.hpp"
+#include "current.hpp"
 #include "metrics.hpp"
 #include "scheduler.hpp"
 #include "worker.hpp"

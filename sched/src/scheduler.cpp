@@ -4,21 +4,15 @@
 
 #include <algorithm>
 
+#include "abandon.hpp"
+#include "current.hpp"
 #include "fence.hpp"
-#include "spawn_entry.hpp"
+#include "ready_entry.hpp"
 #include "spindle/base/assert.hpp"
 #include "unpark.hpp"
 #include "worker.hpp"
 
 namespace spindle::detail {
-namespace {
-
-bool on_pool_worker(const Scheduler& s, Worker* w) noexcept {
-  return w && &w->scheduler() == &s && w->kind() == Worker::Kind::kPool;
-}
-
-}  // namespace
-
 std::string describe_exception(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -54,44 +48,39 @@ Scheduler::~Scheduler() {
   }
   SPINDLE_ASSERT(stack_pool.in_use() == 0, "a fiber stack outlived its runtime");
   // Only spawn entries whose fibers a joiner ran can be left in the queue.
-  Fiber* e = nullptr;
+  ReadyEntry* e = nullptr;
   while (global.take(&e, 1) == 1) {
-    const bool stale = is_spawn_entry(e) && take_entry(e) == nullptr;
+    const bool stale = is_spawn_entry(e) && claim_entry(e) == nullptr;
     SPINDLE_ASSERT(stale, "a ready fiber outlived its runtime");
   }
   metrics->attach_global_queue(nullptr);
   if (root) root->unref();
 }
 
-void Scheduler::make_ready(Fiber* f, bool woken) noexcept {
+void Scheduler::put_woken(Fiber* f) noexcept {
   Worker* w = current_worker();
-  if (Worker* pinned = f->pinned) {
-    if (pinned == w) {
-      w->push_ready(f);
+  if (WorkerRemote* pinned = f->pinned) {
+    if (w && pinned == &w->remote()) {
+      w->put(f);
     } else {
       pinned->send({MailMessage::Kind::kResume, f, 0});
     }
     return;
   }
-  if (on_pool_worker(*this, w)) {
-    if (woken) {
-      w->push_woken(f);
-    } else {
-      w->push_ready(f, false);
-    }
+  if (w && w->placement() == Placement::kPool && &w->scheduler() == this) {
+    w->put_woken(f);
     return;
   }
-  global.push(f);
+  global.push(ready_entry(f));
   notify_parked();
 }
 
-void Scheduler::schedule_spawned(Fiber* f) noexcept {
+void Scheduler::put_spawned(Fiber* f) noexcept {
   SPINDLE_DCHECK(!f->pinned && !f->started);
   // relaxed: published by the queue push below.
   f->claimable.store(true, std::memory_order_relaxed);
-  Worker* w = current_worker();
-  if (on_pool_worker(*this, w)) {
-    w->push_ready(spawn_entry(f));
+  if (Worker* w = current_pool_worker(*this)) {
+    w->put_new(spawn_entry(f));
     return;
   }
   global.push(spawn_entry(f));
@@ -108,7 +97,7 @@ void Scheduler::notify_parked() noexcept {
 }
 
 void Scheduler::unpark_all() noexcept {
-  for (Worker* w : workers) w->unpark();
+  for (WorkerRemote* w : workers) w->unpark();
 }
 
 void Scheduler::begin_shutdown() noexcept {
@@ -122,21 +111,21 @@ void Scheduler::complete_shutdown() noexcept {
 }
 
 void Scheduler::count_spawn() noexcept {
-  Worker* w = current_worker();
-  if (on_pool_worker(*this, w)) {
+  if (Worker* w = current_pool_worker(*this)) {
     // Written only by its worker. Made visible to worker 0's shutdown count by
     // the supervision lock the spawn takes next (Node::adopt).
-    w->spawned.store(w->spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    std::atomic<std::uint64_t>& spawned = w->remote().spawned;
+    spawned.store(spawned.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   } else {
     foreign_spawned_.fetch_add(1, std::memory_order_seq_cst);
   }
 }
 
 void Scheduler::count_finish() noexcept {
-  Worker* w = current_worker();
-  if (on_pool_worker(*this, w)) {
+  if (Worker* w = current_pool_worker(*this)) {
     // release; pairs with the acquire in live_fibers().
-    w->finished.store(w->finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    std::atomic<std::uint64_t>& finished = w->remote().finished;
+    finished.store(finished.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   } else {
     foreign_finished_.fetch_add(1, std::memory_order_seq_cst);
   }
@@ -146,9 +135,9 @@ std::int64_t Scheduler::live_fibers() const noexcept {
   // Exits first, then spawns: an exit seen here (acquire) carries its spawn
   // with it, so the difference never goes below the truth.
   std::uint64_t finished = foreign_finished_.load(std::memory_order_seq_cst);
-  for (const Worker* w : workers) finished += w->finished.load(std::memory_order_acquire);
+  for (const WorkerRemote* w : workers) finished += w->finished.load(std::memory_order_acquire);
   std::uint64_t spawned = foreign_spawned_.load(std::memory_order_seq_cst);
-  for (const Worker* w : workers) spawned += w->spawned.load(std::memory_order_acquire);
+  for (const WorkerRemote* w : workers) spawned += w->spawned.load(std::memory_order_acquire);
   return static_cast<std::int64_t>(spawned - finished);
 }
 
@@ -190,17 +179,11 @@ void Scheduler::start_dedicated(Fiber* fiber) {
     Scheduler& s = *self;
     std::optional<Worker> worker;
     try {
-      worker.emplace(s, Worker::Kind::kDedicated, 0);
+      worker.emplace(s, Placement::kDedicated, 0);
     } catch (...) {
       // The fiber never runs; with catch_exceptions = false the runtime fails.
       const auto error = std::current_exception();
-      fiber->discard();
-      fiber->abort_tree();
-      fiber->detach();
-      if (TaskRecord* r = fiber->record) count_task_finish(r, r->shared_slot);
-      fiber->finish(Task::Outcome::kAborted, nullptr);
-      s.count_finish();
-      fiber->unref();
+      abandon_unrun(*fiber, fiber->record ? fiber->record->shared_slot : 0);
       s.task_failed("dedicated fiber (its worker could not start)", error);
     }
     if (worker) worker->run_dedicated(fiber);

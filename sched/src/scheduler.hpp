@@ -26,7 +26,7 @@
 
 namespace spindle::detail {
 
-class Worker;
+class WorkerRemote;
 
 // what() of the exception, for logs.
 std::string describe_exception(const std::exception_ptr& e);
@@ -57,22 +57,30 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   // Context::stop / stopped. A shared_ptr: StopSignals may outlive the run.
   const std::shared_ptr<Stopper> stopper = std::make_shared<Stopper>();
 
+  // Operations refused with errc::io_limit since the last log of them, and
+  // when that log was written (coarse_now_ms; 0: never). relaxed: a count and
+  // a rate limit, ordered by nothing else.
+  struct {
+    std::atomic<std::uint64_t> refused{0};
+    std::atomic<std::uint64_t> reported_ms{0};
+  } io_limit_refusals;
+
   // Link in debug_schedulers.
   Scheduler* debug_next SPINDLE_GUARDED_BY(debug_schedulers_mutex) = nullptr;
 
   // Pool workers by index; filled during startup, stable until teardown.
-  std::vector<Worker*> workers;
+  std::vector<WorkerRemote*> workers;
   Fiber* root = nullptr;
 
-  // Makes a ready fiber runnable: on the calling pool worker if there is one,
-  // on its pinned worker if it has one, else through the global queue.
-  void schedule(Fiber* f) noexcept { make_ready(f, false); }
-  // The same for a fiber whose park just ended: on a pool worker it may take
-  // the worker's next-fiber slot (Worker::push_woken).
-  void schedule_woken(Fiber* f) noexcept { make_ready(f, true); }
-  // The same for a fiber just spawned (not pinned, not started), through a
-  // spawn entry (spawn_entry.hpp), so that a joiner may start it first.
-  void schedule_spawned(Fiber* f) noexcept;
+  // Makes a fiber whose park just ended runnable: on its pinned worker if it
+  // has one (by message from another thread), else on the calling pool worker
+  // (Worker::put_woken, which may give it the next-fiber slot), else through
+  // the global queue.
+  void put_woken(Fiber* f) noexcept;
+  // Makes a fiber just spawned (not pinned, not started) runnable, through a
+  // spawn entry (ready_entry.hpp) so that a joiner may start it first: on the
+  // calling pool worker if there is one, else through the global queue.
+  void put_spawned(Fiber* f) noexcept;
   // A push left stealable work: wake a parked worker to search, unless a
   // searcher already covers it.
   void notify_parked() noexcept;
@@ -108,7 +116,6 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   void join_dedicated();
 
  private:
-  void make_ready(Fiber* f, bool woken) noexcept;
   // Takes the dedicated threads that finished out of dedicated_, for the
   // caller to join once it has released mutex_.
   std::vector<std::thread> reap_dedicated() SPINDLE_REQUIRES(mutex_);

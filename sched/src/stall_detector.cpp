@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include "current.hpp"
 #include "scheduler.hpp"
 #include "symbolize.hpp"
 #include "worker.hpp"
@@ -46,7 +47,7 @@ void on_capture_signal(int) {
   const int saved_errno = errno;
   Worker* w = current_worker();
   if (w) {
-    StallProbe& p = w->stall_probe();
+    StallProbe& p = w->remote().stall_probe();
     const std::uint64_t request = p.request.load(std::memory_order_acquire);
     if (request != 0 && p.done.load(std::memory_order_relaxed) != request) {
       const Fiber* f = w->current();
@@ -96,7 +97,7 @@ struct Stall {
 
 // Asks the worker's thread for its fiber and stack; waits for the answer.
 // Called under the roster lock, so the worker cannot leave meanwhile.
-void capture(Worker* w, Stall& stall) {
+void capture(WorkerRemote* w, Stall& stall) {
   StallProbe& p = w->stall_probe();
   p.request.store(stall.turns, std::memory_order_release);
   if (::pthread_kill(p.thread, capture_signal()) != 0) return;
@@ -154,7 +155,7 @@ StallDetector::~StallDetector() {
 
 void StallDetector::run() {
   struct Seen {
-    Worker* worker;
+    WorkerRemote* worker;
     std::uint64_t turns;
     std::chrono::steady_clock::time_point since;
     bool reported;
@@ -169,7 +170,7 @@ void StallDetector::run() {
     lock.unlock();
     const auto now = std::chrono::steady_clock::now();
     for (Seen& s : seen) s.present = false;
-    scheduler_.roster.for_each([&](Worker* w) {
+    scheduler_.roster.for_each([&](WorkerRemote* w) {
       const std::uint64_t turns = w->stall_probe().turns.load(std::memory_order_relaxed);
       auto it =
           std::find_if(seen.begin(), seen.end(), [w](const Seen& s) { return s.worker == w; });
@@ -185,8 +186,8 @@ void StallDetector::run() {
       if ((turns & 1) == 0 || it->reported || now - it->since < threshold_) return;
       it->reported = true;
       Stall stall;
-      stall.worker = w->kind() == Worker::Kind::kPool ? fmt::format("worker {}", w->index())
-                                                      : std::string("a dedicated worker");
+      stall.worker = w->placement() == Placement::kPool ? fmt::format("worker {}", w->index())
+                                                        : std::string("a dedicated worker");
       stall.turns = turns;
       stall.stalled = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->since);
       capture(w, stall);

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "current.hpp"
 #include "spindle/sched/detail/core.hpp"
 #include "spindle/sched/io.hpp"
 #include "worker.hpp"

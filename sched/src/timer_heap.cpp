@@ -1,5 +1,7 @@
 #include "timer_heap.hpp"
 
+#include "park_word.hpp"
+
 namespace spindle::detail {
 
 TimerHeap::~TimerHeap() {

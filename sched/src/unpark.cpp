@@ -3,14 +3,14 @@
 #include <cstddef>
 
 #include "spindle/sched/detail/spinlock.hpp"
-#include "worker.hpp"
+#include "worker_remote.hpp"
 
 namespace spindle::detail {
 namespace {
 
 constexpr std::size_t kMaxDeferred = 8;  // more are unparked at once
 thread_local unsigned t_spinlocks_held = 0;
-thread_local Worker* t_deferred[kMaxDeferred];
+thread_local WorkerRemote* t_deferred[kMaxDeferred];
 thread_local std::size_t t_deferred_count = 0;
 
 void run_deferred_unparks() noexcept {
@@ -27,7 +27,7 @@ void run_deferred_unparks() noexcept {
   if (--t_spinlocks_held == 0 && t_deferred_count != 0) run_deferred_unparks();
 }
 
-void unpark_after_locks(Worker* w) noexcept {
+void unpark_after_locks(WorkerRemote* w) noexcept {
   if (t_spinlocks_held == 0 || t_deferred_count == kMaxDeferred) {
     w->unpark();
     return;

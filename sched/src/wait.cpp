@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <thread>
 
+#include "park_word.hpp"
 #include "spindle/sched/detail/core.hpp"
 #include "worker.hpp"
 
@@ -74,39 +75,6 @@ bool WaitNode::notify(WakeReason reason) noexcept {
   }
   futex(&thread_state, FUTEX_WAKE, 1, nullptr);
   return true;
-}
-
-void WaitQueue::push_back(WaitNode* n) noexcept {
-  n->next = nullptr;
-  n->prev = tail_;
-  if (tail_) {
-    tail_->next = n;
-  } else {
-    head_ = n;
-  }
-  tail_ = n;
-  n->linked = true;
-}
-
-WaitNode* WaitQueue::pop_front() noexcept {
-  WaitNode* n = head_;
-  if (n) remove(n);
-  return n;
-}
-
-void WaitQueue::remove(WaitNode* n) noexcept {
-  if (n->prev) {
-    n->prev->next = n->next;
-  } else {
-    head_ = n->next;
-  }
-  if (n->next) {
-    n->next->prev = n->prev;
-  } else {
-    tail_ = n->prev;
-  }
-  n->prev = n->next = nullptr;
-  n->linked = false;
 }
 
 WaitNode* WaitQueue::notify_one(WakeReason reason) noexcept {

@@ -1,5 +1,6 @@
-// Worker: one thread running fibers: its run queue, ring, timers, mailbox,
-// stack cache and idle spinner.
+// Worker: one thread running fibers: its run queue and next-fiber slot, ring,
+// timers, stack cache, idle spinner and watch. Its thread-shared part is
+// WorkerRemote (worker_remote.hpp).
 #pragma once
 
 #include <array>
@@ -8,19 +9,19 @@
 #include <vector>
 
 #include "block_cache.hpp"
-#include "mailbox.hpp"
+#include "idle_watch.hpp"
 #include "metrics.hpp"
-#include "parker.hpp"
-#include "run_queue.hpp"
+#include "next_slot.hpp"
+#include "spindle/base/intrusive_list.hpp"
 #include "spindle/fiber/context.hpp"
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 #include "spindle/uring/ring.hpp"
 #include "spindle/uring/wake_source.hpp"
 #include "spinner.hpp"
-#include "stall_detector.hpp"
 #include "timeout_wheel.hpp"
 #include "timer_heap.hpp"
+#include "worker_remote.hpp"
 
 namespace spindle::detail {
 
@@ -51,43 +52,18 @@ struct Suspend {
   void* arg = nullptr;
 };
 
-// A FIFO of ready fibers linked through Fiber::next. Not thread-safe.
-class FiberList {
- public:
-  bool empty() const noexcept { return head_ == nullptr; }
-  void push(Fiber* f) noexcept {
-    f->next = nullptr;
-    if (tail_) {
-      tail_->next = f;
-    } else {
-      head_ = f;
-    }
-    tail_ = f;
-  }
-  Fiber* pop() noexcept {
-    Fiber* f = head_;
-    if (f) {
-      head_ = f->next;
-      if (!head_) tail_ = nullptr;
-      f->next = nullptr;
-    }
-    return f;
-  }
-
- private:
-  Fiber* head_ = nullptr;
-  Fiber* tail_ = nullptr;
-};
-
-// Worker-affine except where marked "any thread". A pool worker takes part
-// in stealing and the idle set; a dedicated worker runs only the fibers
-// pinned to it (its root) and sends everything else to the pool.
+// Worker-affine: every member is its own thread's, except those of remote()
+// (worker_remote.hpp), which other threads reach through a WorkerRemote*. A
+// pool worker takes part in stealing and the idle set; a dedicated worker
+// runs only the fibers pinned to it (its root) and sends everything else to
+// the pool.
+//
+// Making a fiber runnable here is a put_* call and taking the next one a
+// take_* call; Scheduler::put_* chooses the worker.
 class Worker {
  public:
-  enum class Kind : std::uint8_t { kPool, kDedicated };
-
   // Must run on the worker's own thread: the ring is single-issuer.
-  Worker(Scheduler& scheduler, Kind kind, std::size_t index);
+  Worker(Scheduler& scheduler, Placement placement, std::size_t index);
   ~Worker();
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
@@ -97,29 +73,27 @@ class Worker {
   // Dedicated worker: runs `root` (pinned here) until it exits.
   void run_dedicated(Fiber* root);
 
-  // Makes entry `e` (a ready fiber or a spawn entry, spawn_entry.hpp) ready
-  // on this worker: the run queue for an ordinary fiber, the private pinned
-  // list for one pinned here. `is_new` is true for a spawn, which must reach
-  // a parked worker (the fenced handshake); false for a fiber this worker
-  // would run anyway (a yield, a wake or an I/O completion handled here, a
-  // batch from the global queue), which wakes one only if it sees it idle
-  // without a fence.
-  void push_ready(Fiber* e, bool is_new = true) noexcept;
-  // Makes `f` ready for a wake: into the next-fiber slot when the wake comes
-  // from a fiber running here (or its exit), so a fiber handing work to a
-  // parked one is followed by it while both stacks are hot; push_ready()
-  // otherwise. The slot is private to this worker (never stolen) and holds the
-  // first such wake; later ones go to the run queue behind it.
-  void push_woken(Fiber* f) noexcept;
-  // Makes `f`, whose start a joiner running here just claimed, the next fiber
-  // to run here (Fiber::expedite). A fiber already in the slot goes to the
-  // run queue.
-  void run_next(Fiber* f) noexcept;
+  // A spawn entry (or the root) into the run queue; a parked worker is woken
+  // to steal it by the fenced handshake (idle_set.hpp).
+  void put_new(ReadyEntry* e) noexcept;
+  // A fiber this worker would run anyway (a yield, a wake or completion
+  // handled here, a share of the global queue): into the pinned list if it
+  // is pinned here, else the run queue; wakes a parked worker only if it
+  // sees one idle without a fence.
+  void put(Fiber* f) noexcept;
+  // A woken fiber: into the next-fiber slot if the wake comes from a fiber
+  // running here (or its exit) and the slot is free, so a fiber handing work
+  // to a parked one is followed by it while both stacks are hot; put()
+  // otherwise, so a burst of wakes keeps its order.
+  void put_woken(Fiber* f) noexcept;
+  // `f`, whose start a joiner running here just claimed (Fiber::expedite):
+  // the next fiber to run here. A fiber already in the slot goes to put().
+  void put_next(Fiber* f) noexcept;
 
   // Suspends the running fiber `f` with `s`; returns when it is resumed (on
   // whatever worker). Called on the fiber. Switches straight to the next
-  // ready fiber when there is one within the turn budget (no detour through
-  // the worker's own stack), else to the worker loop.
+  // ready fiber when there is one within the batch (no detour through the
+  // worker's own stack), else to the worker loop.
   static void suspend(Fiber* f, Suspend& s) noexcept;
   // Ends the running fiber; never returns. Called on the fiber.
   [[noreturn]] static void exit(Fiber* f) noexcept;
@@ -128,22 +102,13 @@ class Worker {
   // one did. Called on the fiber.
   void arrive(Fiber* self) noexcept;
 
-  Scheduler& scheduler() const noexcept { return scheduler_; }
-  Kind kind() const noexcept { return kind_; }
-  std::size_t index() const noexcept { return index_; }
+  WorkerRemote& remote() noexcept { return remote_; }
+  Scheduler& scheduler() const noexcept { return remote_.scheduler(); }
+  Placement placement() const noexcept { return remote_.placement(); }
+  std::size_t index() const noexcept { return remote_.index(); }
   Fiber* current() const noexcept { return current_; }
   uring::Ring& ring() noexcept { return ring_; }
   TimeoutWheel& wheel() noexcept { return wheel_; }
-
-  // Any thread.
-  void unpark() noexcept { parker_.unpark(); }
-  void send(const MailMessage& m) noexcept { mailbox_.send(m); }
-  RunQueue<Fiber>& run_queue() noexcept { return run_queue_; }
-
-  // Fibers spawned and finished here (pool workers only), read by any thread
-  // for the live count. Written only by this worker.
-  std::atomic<std::uint64_t> spawned{0};
-  std::atomic<std::uint64_t> finished{0};
 
   // Fiber ids handed out by this worker come from a private block.
   std::uint64_t allocate_id() noexcept;
@@ -174,20 +139,22 @@ class Worker {
     expected_by_ = deadline;
   }
 
-  // Any thread: a park with a timer here ended another way.
-  void note_timer_stale() noexcept { timers_.note_stale(); }
-
-  // Read by the stall detector (any thread) and this worker's signal handler.
-  StallProbe& stall_probe() noexcept { return stall_probe_; }
-
  private:
+  // Where a hand-over may find a stack for a fiber that has not started.
+  enum class StackSource : std::uint8_t {
+    kCache,  // a parking fiber may hold a wait queue's lock: no system call
+    kPool,   // an exiting fiber holds none: the pool may map one
+  };
+
   TaskRecord* intern_record(std::string_view name, Execution execution, TaskKind kind);
+  // The run queue, overflowing half of it to the global queue when full.
+  void put_queue(ReadyEntry* e) noexcept;
+  // After put_queue(): whether the run queue is worth a parked worker's
+  // wake to steal from it. When it is not, wakes one to watch if none does.
+  bool stealable_after_put() noexcept;
   void resume(Fiber* f) noexcept;
   void resume_one(Fiber* f) noexcept;
   void start(Fiber* f, fiber::Stack stack) noexcept;
-  // The fiber to switch to straight from the suspending one, started, or null
-  // (back to the worker loop). `may_map`: the stack may come from the pool.
-  Fiber* take_handoff(bool may_map) noexcept;
   void enter(Fiber* f) noexcept;
   void save_eh(Fiber* f) noexcept;
   void load_eh(const Fiber* f) noexcept;
@@ -204,83 +171,71 @@ class Worker {
   // references on them.
   void release_retired() noexcept;
   void run_batch() noexcept;
-  Fiber* next_fiber() noexcept;
-  // Counts one more woken fiber taken from the next-fiber slot past the
-  // streak's budget; false once the streak has had its time (kStreakSlice,
-  // worker.cpp).
-  bool streak_has_time() noexcept;
+
+  // The fiber to switch to straight from the suspending one, started, or null
+  // (back to the worker loop): only work already on this worker.
+  Fiber* take_handoff(StackSource source) noexcept;
+  // The next fiber to run here: the next-fiber slot while its streak has
+  // budget, then (alternating) the pinned list and the run queue, with the
+  // global queue first every Config::global_queue_interval picks.
+  Fiber* take_next() noexcept;
   // The next fiber of the claimed batch or the run queue, skipping spawn
   // entries whose fibers a joiner claimed.
-  Fiber* pop_local() noexcept;
-  bool local_ready() const noexcept { return claimed_next_ != claimed_end_ || !run_queue_.empty(); }
+  Fiber* take_local() noexcept;
+  // A share of the global queue (pool workers): the first to run, the rest
+  // into the run queue.
+  Fiber* take_global() noexcept;
+  // Half of another pool worker's run queue (the search), or the global queue.
+  Fiber* take_stolen() noexcept;
+  bool local_ready() const noexcept {
+    return claimed_next_ != claimed_end_ || !remote_.run_queue_.empty();
+  }
   // A fiber is ready on this worker: in the next-fiber slot, the run queue
   // (or its claimed part) or the pinned list.
-  bool ready_here() const noexcept { return next_ || local_ready() || !pinned_ready_.empty(); }
-  Fiber* take_global() noexcept;
-  Fiber* search() noexcept;
+  bool ready_here() const noexcept {
+    return !next_.empty() || local_ready() || !pinned_ready_.empty();
+  }
   bool more_work_to_find() const noexcept;
   void service() noexcept;
   // The most completions one ring service may dispatch (kMinCompletions).
   std::size_t completion_budget() const noexcept;
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;
-  // Parking: claims the watch (idle_set.hpp) if another pool worker is awake
-  // and no parked one holds it; false otherwise.
-  bool begin_watch() noexcept;
-  void end_watch() noexcept;
-  // Whether `victim` has stayed in one fiber's turn since the watch began.
-  bool stuck_since_watch(Worker& victim) const noexcept;
   void park() noexcept;
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   bool quit() const noexcept;
 
-  Scheduler& scheduler_;
   BlockCache blocks_;
-  const Kind kind_;
-  const std::size_t index_;
+  // Before remote_, whose parker holds its address.
+  uring::WakeSource wake_source_;
+  WorkerRemote remote_;
   fiber::Context context_;  // this thread's own stack, where the loop runs
   Fiber* current_ = nullptr;
   bool resuming_ = false;        // inside resume(): wakes may use next_
+  bool concluding_ = false;      // inside conclude()'s cascade and finish: wakes inherit
   int turns_left_ = 0;           // fiber turns left in this batch (resumes and hand-overs)
   Suspend* arriving_ = nullptr;  // the hand-over in progress, for arrive()
   // An exiting fiber's hand-over: not on its stack, which exit_to() abandons
   // (and ASan's fake stack with it) before the side taking over reads it.
   // Read by that side, on this worker, before the next exit here.
   Suspend exiting_;
-  Fiber* next_ = nullptr;             // the next-fiber slot (push_woken, run_next)
-  bool next_inherits_ = false;        // next_ continues the last fiber's thread of control
-  bool next_restored_ = false;        // next_ was put back by take_handoff: it goes first
-  bool concluding_ = false;           // inside conclude()'s cascade and finish: wakes inherit
-  std::uint32_t next_runs_ = 0;       // fibers taken from next_ in a row, not inheriting
-  std::uint32_t inherited_runs_ = 0;  // ... inheriting
-  std::uint32_t overtime_ = 0;        // ... past the budget of wakes
-  Deadline overtime_start_{};         // when the first fiber past the budget was taken
-  RunQueue<Fiber> run_queue_;
-  // The oldest fibers of run_queue_, claimed together by one pop_batch() so
-  // most pops take no atomic read-modify-write; not stealable, run first.
-  std::array<Fiber*, 8> claimed_{};
+  NextSlot next_;
+  // The oldest entries of the run queue, claimed together by one pop_batch()
+  // so most pops take no atomic read-modify-write; not stealable, run first.
+  std::array<ReadyEntry*, 8> claimed_{};
   std::uint32_t claimed_next_ = 0;
   std::uint32_t claimed_end_ = 0;
-  FiberList pinned_ready_;
-  uring::WakeSource wake_source_;
+  IntrusiveList<Fiber, &Fiber::ready_links> pinned_ready_;
   uring::Ring ring_;
-  Parker parker_;
-  Mailbox mailbox_;
   std::vector<MailMessage> mail_;  // scratch for apply_mail()
   TimerHeap timers_;
   TimeoutWheel wheel_;
   fiber::StackCache stacks_;
   Spinner spinner_;
+  IdleWatch watch_;
   std::uint32_t global_countdown_;  // picks until the global queue goes first
   std::uint64_t rng_;
   bool searching_ = false;  // this worker holds a search count
-  bool watching_ = false;   // this worker holds the watch (only while parked)
-  bool watch_due_ = false;  // the watch has lasted watch_interval_: search() checks it
-  // When the pool workers' turns were recorded in watch_turns_ (by index); the
-  // epoch when there is no record.
-  Deadline watch_start_{};
-  std::chrono::nanoseconds watch_interval_;
-  std::array<std::uint64_t, 64> watch_turns_{};
   // expect_completions(): the fiber that asked (null: none), and its hint.
   Fiber* expecting_fiber_ = nullptr;
   std::size_t expected_completions_ = 0;
@@ -289,8 +244,7 @@ class Worker {
   bool dedicated_done_ = false;
   std::uint64_t id_next_ = 0;
   std::uint64_t id_end_ = 0;
-  EhGlobals* const eh_;  // this thread's, fixed for its lifetime
-  StallProbe stall_probe_;
+  EhGlobals* const eh_;                   // this thread's, fixed for its lifetime
   StatSlot* stats_ = nullptr;             // a pool worker's slot, or a dedicated one until ~Worker
   std::array<TaskRecord*, 4> records_{};  // task_record()'s cache
   std::uint32_t records_next_ = 0;        // the cache entry replaced next
@@ -301,14 +255,6 @@ class Worker {
   std::array<Node*, 32> retired_{};
   std::uint32_t retired_count_ = 0;
 };
-
-// The worker on this thread, or null. Never inlined (see current_fiber()).
-Worker* current_worker() noexcept;
-
-// Claims the park `epoch` of `f` for `reason` (only kinds that `reason` may
-// end) and makes it ready. Returns false if the park already ended or was
-// not of such a kind. Any thread.
-bool wake_fiber(Fiber* f, std::uint64_t epoch, WakeReason reason) noexcept;
 
 // Destroys the running fiber's FiberLocal values (on its own stack, at exit).
 void destroy_fiber_locals(Fiber* f) noexcept;

@@ -16,7 +16,7 @@
 #   debug_schedulers -> Scheduler::debug_next -> ...   every live runtime
 #   Scheduler::root -> Node::first_child_ -> Node::next_sibling_   the tree
 #   Scheduler::roster.workers_[i]->current_            the fiber each worker runs
-#   Fiber::wake_word & 3                               ParkKind (wait.hpp)
+#   Fiber::wake_word & 3                               ParkKind (sched/src/park_word.hpp)
 #   Fiber::context->fctx_                              saved fcontext (context.hpp)
 #
 # `spindle bt` points the newest frame of the selected thread at the fiber's
@@ -126,6 +126,7 @@ _NODE = "spindle::detail::Node"
 _FIBER = "spindle::detail::Fiber"
 _SCHED = "spindle::detail::Scheduler"
 _WORKER = "spindle::detail::Worker"
+_REMOTE = "spindle::detail::WorkerRemote"
 
 
 def _u64(value):
@@ -220,19 +221,24 @@ def _schedulers():
         s = _u64(_field(s, _SCHED, "debug_next"))
 
 
+def _dedicated(remote):
+    return "Dedicated" in str(_field(remote, _REMOTE, "placement_"))
+
+
 def _workers(sched):
     """(worker count, {fiber address: (worker index, dedicated?)}) of a Scheduler."""
     running = {}
     roster = _field(sched, _SCHED, "roster")
-    workers = [_u64(w) for w in _vector(roster["workers_"])]
-    for w in workers:
-        if w == 0:
+    # The roster holds each worker's WorkerRemote, a member of its Worker.
+    remotes = [_u64(w) for w in _vector(roster["workers_"])]
+    remote_offset = _find_field(_type(_WORKER), "remote_")[0]
+    for r in remotes:
+        if r == 0:
             continue
-        current = _u64(_field(w, _WORKER, "current_"))
+        current = _u64(_field(r - remote_offset, _WORKER, "current_"))
         if current:
-            dedicated = "Dedicated" in str(_field(w, _WORKER, "kind_"))
-            running[current] = (int(_field(w, _WORKER, "index_")), dedicated)
-    return len(workers), running
+            running[current] = (int(_field(r, _REMOTE, "index_")), _dedicated(r))
+    return len(remotes), running
 
 
 def _is_live():
@@ -284,7 +290,7 @@ def _describe(node, running, now):
         return "task"
     line = _fiber_label(node) + ": " + _fiber_state(node, running)
     pinned = _u64(_field(node, _FIBER, "pinned"))
-    if pinned != 0 and "Dedicated" in str(_field(pinned, _WORKER, "kind_")):
+    if pinned != 0 and _dedicated(pinned):
         line += ", dedicated thread"
     if aborted:
         line += ", aborted"

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "current.hpp"
 #include "runtime_harness.hpp"
 #include "scheduler.hpp"
 #include "skip.hpp"

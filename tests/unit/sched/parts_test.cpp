@@ -125,17 +125,21 @@ TEST_CASE("global queue: FIFO batches, counted lengths", "[global]") {
   auto sched = spindle::detail::make_scheduler(spindle::Config{});
   spindle::detail::GlobalQueue q;
   std::vector<Fiber*> fibers;
-  for (int i = 0; i < 10; ++i) fibers.push_back(new Dummy(*sched));
+  std::vector<spindle::detail::ReadyEntry*> entries;
+  for (int i = 0; i < 10; ++i) {
+    fibers.push_back(new Dummy(*sched));
+    entries.push_back(spindle::detail::ready_entry(fibers.back()));
+  }
   CHECK(q.empty());
-  for (int i = 0; i < 3; ++i) q.push(fibers[i]);
-  q.push(fibers.data() + 3, 7);
+  for (int i = 0; i < 3; ++i) q.push(entries[i]);
+  q.push(entries.data() + 3, 7);
   CHECK(q.len() == 10);
-  Fiber* out[16] = {};
+  spindle::detail::ReadyEntry* out[16] = {};
   REQUIRE(q.take(out, 4) == 4);
-  for (int i = 0; i < 4; ++i) CHECK(out[i] == fibers[i]);
+  for (int i = 0; i < 4; ++i) CHECK(spindle::detail::claim_entry(out[i]) == fibers[i]);
   CHECK(q.len() == 6);
   REQUIRE(q.take(out, 100) == 6);
-  for (int i = 0; i < 6; ++i) CHECK(out[i] == fibers[i + 4]);
+  for (int i = 0; i < 6; ++i) CHECK(spindle::detail::claim_entry(out[i]) == fibers[i + 4]);
   CHECK(q.empty());
   CHECK(q.take(out, 1) == 0);
   CHECK(q.take(out, 0) == 0);

@@ -4,6 +4,7 @@
 #include <set>
 #include <thread>
 
+#include "current.hpp"
 #include "exposition.hpp"
 #include "runtime_harness.hpp"
 #include "scheduler.hpp"
@@ -21,7 +22,8 @@ TEST_CASE("a full run queue overflows half of itself to the global queue", "[que
         for (int i = 0; i < 1000; ++i) spindle::spawn([&] { ran++; });
         // 1000 spawns into a 256-slot queue without yielding: the excess went global.
         CHECK(sched.global.len() > 0);
-        CHECK(sched.global.len() + spindle::detail::current_worker()->run_queue().len() == 1000);
+        CHECK(sched.global.len() + spindle::detail::current_worker()->remote().run_queue().len() ==
+              1000);
         while (ran < 1000) (void)tf::yield();
         CHECK(sched.global.len() == 0);
       },

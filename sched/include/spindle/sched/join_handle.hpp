@@ -75,7 +75,7 @@ class JoinHandle {
   // Aborts the task and its descendants. Its blocking calls return
   // errc::aborted; a task that has not started never runs. Thread-safe.
   void abort() noexcept {
-    if (task_) task_->abort();
+    if (task_) task_->abort_tree();
   }
 
   // Drops the handle; the task keeps running.

@@ -4,7 +4,7 @@
 namespace spindle {
 
 namespace detail {
-class Worker;
+class WorkerRemote;
 }
 
 // Fiber-only, not movable. While it lives, the fiber is never stolen and
@@ -20,7 +20,7 @@ class PinToWorker {
   PinToWorker& operator=(const PinToWorker&) = delete;
 
  private:
-  detail::Worker* previous_;
+  detail::WorkerRemote* previous_;
 };
 
 }  // namespace spindle

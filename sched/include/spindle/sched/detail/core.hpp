@@ -84,7 +84,6 @@ class BlockingTask : public Task {
  public:
   virtual void run() = 0;
   virtual void discard() noexcept = 0;
-  void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
 
   TaskRecord* record = nullptr;  // its runtime_tasks_* series (metrics.hpp)
 

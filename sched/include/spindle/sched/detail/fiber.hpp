@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "spindle/base/intrusive_list.hpp"
 #include "spindle/fiber/context.hpp"
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/detail/task.hpp"
@@ -22,7 +23,8 @@ class Operation;
 
 namespace spindle::detail {
 
-class Worker;
+class WorkerRemote;
+class TimerHeap;
 class Scheduler;
 class LocalSlots;
 struct Identity;
@@ -57,16 +59,11 @@ class Fiber : public Task {
   static void operator delete(void* block, std::size_t size, std::align_val_t align) noexcept;
 
   Scheduler& scheduler() const noexcept { return *scheduler_; }
-  // Sets the park word's abort flag and interrupts the park it finds: wakes an
-  // interruptible one, has the owner cancel a kIo one's operation. Called by
-  // the abort (on_abort) and again by the owner if an I/O completion dropped
-  // the flag (cancel_io). The node must be aborted already.
+  // Sets the park word's abort flag and interrupts the park it finds (step 6
+  // of park_word.hpp). Called by the abort (on_abort) and again by the owner
+  // if an I/O completion dropped the flag (confirm_io_abort). The node must
+  // be aborted already.
   void deliver_abort() noexcept;
-  void finish(Outcome outcome, std::exception_ptr error) noexcept { complete(outcome, error); }
-  // finish() for a fiber whose body has ended: with the cascade first.
-  void close_and_finish(Outcome outcome, std::exception_ptr error) noexcept {
-    close_and_complete(outcome, std::move(error));
-  }
 
   // Identity.
   std::uint64_t id = 0;
@@ -82,8 +79,8 @@ class Fiber : public Task {
   // dumps. Written by the fiber before it parks; read while it is parked.
   const char* waiting_on = nullptr;
 
-  // Park word (wait.hpp: park_word). A waker claims a park by CAS from
-  // (epoch, kind) to (epoch, kNone); stale wakers (older epoch) fail.
+  // The park word: epoch, abort flag and park kind. Its protocol (arm,
+  // claim, completion, abort) is sched/src/park_word.hpp's.
   std::atomic<std::uint64_t> wake_word{0};
   std::uint64_t epoch = 0;  // the fiber's latest park; written only by the fiber
   // The one-byte fields share a word: the control block's size is part of the
@@ -98,11 +95,11 @@ class Fiber : public Task {
   // still join it. Any thread.
   std::atomic<bool> claimable{false};
 
-  Fiber* next = nullptr;                   // queue link while ready in a worker's pinned list
-  Worker* pinned = nullptr;                // if set, resumes only on this worker
-  Worker* timer_owner = nullptr;           // worker holding the current park's timer
-  std::atomic<Worker*> io_owner{nullptr};  // worker whose ring holds the kIo park's op
-  uring::Operation* io_op = nullptr;       // valid while parked in kIo
+  ListLinks<Fiber> ready_links;                  // while ready in a worker's pinned list
+  WorkerRemote* pinned = nullptr;                // if set, resumes only on this worker
+  TimerHeap* timer_heap = nullptr;               // holds the current park's timer, if any
+  std::atomic<WorkerRemote*> io_owner{nullptr};  // worker whose ring holds the kIo park's op
+  uring::Operation* io_op = nullptr;             // valid while parked in kIo
 
   fiber::Stack stack;                      // taken when the fiber first runs
   std::optional<fiber::Context> context;   // exists while the fiber has a stack

@@ -29,23 +29,21 @@ class Task : public Node {
   // Suspends: until the task completes.
   Result<void> wait_done() noexcept;
 
-  // Aborts the task and its descendants (the supervision cascade).
-  void abort() noexcept { abort_tree(); }
-
   // Its JoinHandle is gone: nothing will wait_done() on it any more. release;
   // pairs with the acquire in handle_released(), so that what the handle's
   // waits did is visible to whoever sees the flag.
   void release_handle() noexcept { handle_released_.store(true, std::memory_order_release); }
   bool handle_released() const noexcept { return handle_released_.load(std::memory_order_acquire); }
 
- protected:
-  Task() noexcept = default;
   // Publishes the outcome and wakes every joiner. Once.
   void complete(Outcome outcome, std::exception_ptr error = nullptr) noexcept;
   // For a task that has ended: the cascade (everything it spawned is aborted
   // and its node closes to spawns), then complete(), in one critical section
   // when there is nothing to abort (Node::close_then).
   void close_and_complete(Outcome outcome, std::exception_ptr error) noexcept;
+
+ protected:
+  Task() noexcept = default;
   // Called by wait_done() before the caller waits: a task may use it to run
   // sooner. Called on the waiting fiber or thread.
   virtual void expedite() noexcept {}

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "spindle/base/assert.hpp"
+#include "spindle/base/intrusive_list.hpp"
 #include "spindle/base/result.hpp"
 #include "spindle/base/thread_annotations.hpp"
 #include "spindle/base/time.hpp"
@@ -21,27 +22,14 @@ class Fiber;
 // decides it; the others find it already claimed and do nothing.
 enum class WakeReason : std::uint8_t { kNotified, kTimedOut, kAborted };
 
-// What may end a fiber's park (the low two bits of Fiber::wake_word).
+// What may end a fiber's park (the low two bits of Fiber::wake_word; the
+// protocol is in sched/src/park_word.hpp).
 enum class ParkKind : std::uint64_t {
   kNone = 0,             // not parked
   kInterruptible = 1,    // notify, deadline or abort
   kIo = 2,               // only the operation's CQE (abort and deadline cancel the op)
   kUninterruptible = 3,  // notify or deadline; abort waits until it ends
 };
-
-// Fiber::wake_word is epoch << 3 | kParkAborted (set by the fiber's abort) |
-// ParkKind. Every write but the abort's preserves the flag, except an I/O
-// completion's, which may drop one set at that moment; the CancelIo message
-// that abort sends then sets it again (cancel_io).
-inline constexpr std::uint64_t kParkKindMask = 3;
-inline constexpr std::uint64_t kParkAborted = 4;
-constexpr std::uint64_t park_word(std::uint64_t epoch, ParkKind kind) noexcept {
-  return epoch << 3 | static_cast<std::uint64_t>(kind);
-}
-constexpr std::uint64_t park_epoch(std::uint64_t word) noexcept { return word >> 3; }
-constexpr ParkKind park_kind(std::uint64_t word) noexcept {
-  return static_cast<ParkKind>(word & kParkKindMask);
-}
 
 // One waiter in a primitive's wait queue: a fiber (woken through the
 // scheduler) or a plain thread (woken through a futex). Lives on the waiter's
@@ -57,8 +45,7 @@ struct WaitNode {
   // (wait_in relies on both).
   bool notify(WakeReason reason = WakeReason::kNotified) noexcept;
 
-  WaitNode* prev = nullptr;
-  WaitNode* next = nullptr;
+  ListLinks<WaitNode> links;
   bool linked = false;
   Fiber* fiber = nullptr;                      // null for a thread waiter
   std::uint64_t epoch = 0;                     // the fiber park this node waits in
@@ -66,14 +53,25 @@ struct WaitNode {
   void* data = nullptr;                        // the primitive's payload (e.g. a channel slot)
 };
 
-// Intrusive FIFO of WaitNodes. Not thread-safe: guarded by its owner's lock.
+// A FIFO of WaitNodes that keeps each node's `linked`. Not thread-safe:
+// guarded by its owner's lock.
 class WaitQueue {
  public:
-  bool empty() const noexcept { return head_ == nullptr; }
-  WaitNode* front() const noexcept { return head_; }
-  void push_back(WaitNode* n) noexcept;
-  WaitNode* pop_front() noexcept;
-  void remove(WaitNode* n) noexcept;  // n must be linked here
+  bool empty() const noexcept { return nodes_.empty(); }
+  WaitNode* front() const noexcept { return nodes_.front(); }
+  void push_back(WaitNode* n) noexcept {
+    nodes_.push_back(n);
+    n->linked = true;
+  }
+  WaitNode* pop_front() noexcept {
+    WaitNode* n = nodes_.pop_front();
+    if (n) n->linked = false;
+    return n;
+  }
+  void remove(WaitNode* n) noexcept {  // n must be linked here
+    nodes_.remove(n);
+    n->linked = false;
+  }
 
   // Pops nodes until one accepts notify(reason); returns it, or null.
   WaitNode* notify_one(WakeReason reason = WakeReason::kNotified) noexcept;
@@ -81,8 +79,8 @@ class WaitQueue {
   std::size_t notify_all(WakeReason reason = WakeReason::kNotified) noexcept;
 
  private:
-  WaitNode* head_ = nullptr;
-  WaitNode* tail_ = nullptr;
+  using List = IntrusiveList<WaitNode, &WaitNode::links>;
+  List nodes_;
 };
 
 // Suspends the caller until `node` is notified, `deadline` passes, or (kind
