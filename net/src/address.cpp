@@ -45,30 +45,30 @@ SocketAddress::SocketAddress() noexcept {
 }
 
 SocketAddress SocketAddress::loopback_v4(std::uint16_t port) noexcept {
-  SocketAddress a;
-  a.storage_.v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.set_port(port);
-  return a;
+  return v4(htonl(INADDR_LOOPBACK), port);
 }
 
 SocketAddress SocketAddress::any_v4(std::uint16_t port) noexcept {
-  SocketAddress a;
-  a.set_port(port);
-  return a;
+  return v4(htonl(INADDR_ANY), port);
 }
 
 SocketAddress SocketAddress::loopback_v6(std::uint16_t port) noexcept {
+  return v6(in6addr_loopback, port);
+}
+
+SocketAddress SocketAddress::any_v6(std::uint16_t port) noexcept { return v6(in6addr_any, port); }
+
+SocketAddress SocketAddress::v4(std::uint32_t address, std::uint16_t port) noexcept {
   SocketAddress a;
-  a.storage_.v6.sin6_family = AF_INET6;
-  a.storage_.v6.sin6_addr = in6addr_loopback;
+  a.storage_.v4.sin_addr.s_addr = address;
   a.set_port(port);
   return a;
 }
 
-SocketAddress SocketAddress::any_v6(std::uint16_t port) noexcept {
+SocketAddress SocketAddress::v6(const in6_addr& address, std::uint16_t port) noexcept {
   SocketAddress a;
   a.storage_.v6.sin6_family = AF_INET6;
-  a.storage_.v6.sin6_addr = in6addr_any;
+  a.storage_.v6.sin6_addr = address;
   a.set_port(port);
   return a;
 }

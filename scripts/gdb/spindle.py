@@ -10,13 +10,13 @@
 # fibers` works on a core file as well as on a live process. They need the
 # program's DWARF (the release preset is RelWithDebInfo): the types of
 # spindle::detail::Scheduler, Fiber, Node, Worker and IoRequest, and the
-# variable spindle::detail::debug_schedulers (sched/src/scheduler.cpp).
+# variable spindle::detail::debug_schedulers (sched/src/core/scheduler.cpp).
 #
 # Where the data is (keep in step with the C++):
 #   debug_schedulers -> Scheduler::debug_next -> ...   every live runtime
 #   Scheduler::root -> Node::first_child_ -> Node::next_sibling_   the tree
 #   Scheduler::roster.workers_[i]->current_            the fiber each worker runs
-#   Fiber::wake_word & 3                               ParkKind (sched/src/park_word.hpp)
+#   Fiber::wake_word & 3                               ParkKind (sched/src/core/park_word.hpp)
 #   Fiber::context->fctx_                              saved fcontext (context.hpp)
 #
 # `spindle bt` points the newest frame of the selected thread at the fiber's
@@ -34,7 +34,7 @@ import gdb
 _PARK_KINDS = {0: "none", 1: "interruptible", 2: "io", 3: "uninterruptible"}
 _PARK_ABORTED = 4
 
-# sched/src/dump.cpp's op_name().
+# sched/src/observe/dump.cpp's op_name().
 _OP_NAMES = {
     0: "nop", 1: "readv", 2: "writev", 3: "fsync", 6: "poll", 9: "sendmsg",
     10: "recvmsg", 11: "timeout", 13: "accept", 16: "connect", 18: "openat",

@@ -1,7 +1,7 @@
 // Fiber control blocks: size classes, reuse within a worker, batches traded
 // between workers through the depot, the arena fresh blocks come from, and
 // over-aligned closures.
-#include "block_cache.hpp"
+#include "core/block_cache.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "block_arena.hpp"
+#include "core/block_arena.hpp"
 #include "runtime_harness.hpp"
 
 using spindle::detail::block_class;

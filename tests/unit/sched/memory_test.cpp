@@ -5,11 +5,11 @@
 #include <fstream>
 #include <string>
 
-#include "current.hpp"
+#include "core/current.hpp"
+#include "core/scheduler.hpp"
+#include "core/worker.hpp"
 #include "runtime_harness.hpp"
-#include "scheduler.hpp"
 #include "skip.hpp"
-#include "worker.hpp"
 
 using namespace std::chrono_literals;
 namespace tf = spindle::this_fiber;

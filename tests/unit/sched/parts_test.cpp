@@ -5,15 +5,16 @@
 #include <thread>
 #include <vector>
 
-#include "global_queue.hpp"
-#include "idle_set.hpp"
-#include "mailbox.hpp"
-#include "parker.hpp"
+#include "core/global_queue.hpp"
+#include "core/park_word.hpp"
+#include "core/scheduler.hpp"
+#include "park/idle_set.hpp"
+#include "park/mailbox.hpp"
+#include "park/parker.hpp"
 #include "runtime_harness.hpp"
-#include "scheduler.hpp"
 #include "spindle/uring/ring.hpp"
 #include "spindle/uring/wake_source.hpp"
-#include "timer_heap.hpp"
+#include "time/timer_heap.hpp"
 
 using namespace std::chrono_literals;
 using spindle::detail::Fiber;
@@ -169,7 +170,7 @@ TEST_CASE("timer heap: expires due entries in deadline order, holding references
   auto sched = spindle::detail::make_scheduler(spindle::Config{});
   auto* f = new Dummy(*sched);
   {
-    spindle::detail::TimerHeap heap;
+    spindle::detail::TimerHeap heap(&spindle::detail::park_waiting);
     const auto t0 = spindle::Clock::now();
     heap.add(t0 + 3ms, f, 3);
     heap.add(t0 + 1ms, f, 1);
@@ -188,7 +189,7 @@ TEST_CASE("timer heap: expires due entries in deadline order, holding references
 TEST_CASE("timer heap: stale entries are compacted away", "[timers]") {
   auto sched = spindle::detail::make_scheduler(spindle::Config{});
   auto* f = new Dummy(*sched);
-  spindle::detail::TimerHeap heap;
+  spindle::detail::TimerHeap heap(&spindle::detail::park_waiting);
   const auto later = spindle::Clock::now() + 1h;
   // 200 entries for parks that are long over (f's park word is not armed).
   for (std::uint64_t e = 1; e <= 200; ++e) heap.add(later, f, e);

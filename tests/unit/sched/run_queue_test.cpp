@@ -1,6 +1,6 @@
 // RunQueue: FIFO order, batch pops, length, overflow batches, steal sizes (both
 // roundings), and a multi-thread run checking every item comes out exactly once.
-#include "run_queue.hpp"
+#include "core/run_queue.hpp"
 
 #include <atomic>
 #include <catch2/catch.hpp>

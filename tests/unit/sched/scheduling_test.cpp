@@ -4,11 +4,11 @@
 #include <set>
 #include <thread>
 
-#include "current.hpp"
+#include "core/current.hpp"
+#include "core/scheduler.hpp"
+#include "core/worker.hpp"
 #include "exposition.hpp"
 #include "runtime_harness.hpp"
-#include "scheduler.hpp"
-#include "worker.hpp"
 
 using namespace std::chrono_literals;
 namespace tf = spindle::this_fiber;

@@ -1,6 +1,6 @@
 // Spinner: the reference's spinner.rs unit tests, one per behaviour. Budgets are
 // checked against the formulas, relative to the calibrated iterations per us.
-#include "spinner.hpp"
+#include "park/spinner.hpp"
 
 #include <catch2/catch.hpp>
 #include <chrono>

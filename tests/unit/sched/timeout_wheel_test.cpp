@@ -1,6 +1,6 @@
 // TimeoutWheel: tick math, clamping, exactly-once expiry, O(1) removal,
 // wraparound, callbacks that reenter the wheel, and the geometry limits.
-#include "timeout_wheel.hpp"
+#include "time/timeout_wheel.hpp"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

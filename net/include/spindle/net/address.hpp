@@ -64,6 +64,9 @@ class SocketAddress {
   friend bool operator==(const SocketAddress& a, const SocketAddress& b) noexcept;
 
  private:
+  // `address` in network byte order.
+  static SocketAddress v4(std::uint32_t address, std::uint16_t port) noexcept;
+  static SocketAddress v6(const in6_addr& address, std::uint16_t port) noexcept;
   // parse_ip's work, with errors quoting `text` (the whole input).
   static std::expected<SocketAddress, std::string> ip_from(std::string_view text,
                                                            std::string_view ip, std::uint16_t port);

@@ -18,7 +18,7 @@
 namespace spindle {
 
 namespace detail {
-class Stopper;  // sched/src/stopper.hpp
+class Stopper;  // sched/src/core/stopper.hpp
 }  // namespace detail
 
 // A copyable view of the runtime's stop request. The object is not

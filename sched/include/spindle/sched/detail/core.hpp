@@ -15,9 +15,12 @@ class Scheduler;
 class Stopper;
 class Task;
 
+// Where a task runs: the one vocabulary of spawns, workers and the
+// `execution` label of runtime_tasks_* ("shared", "dedicated", "blocking").
 enum class Placement : std::uint8_t {
   kPool,       // an ordinary fiber on the worker pool
   kDedicated,  // the root of a new thread with its own ring
+  kBlocking,   // a spawn_blocking callable on the blocking pool (no fiber, no worker)
 };
 
 // The fiber running on this thread, or null (not a worker, or between fibers).

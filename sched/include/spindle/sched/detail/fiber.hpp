@@ -32,7 +32,7 @@ struct TaskRecord;
 
 // A fiber is spawned (control block and closure only: no stack), becomes ready
 // (in exactly one queue; a joiner may start it before its spawn entry comes
-// up, spawn_entry.hpp), runs (it takes a stack the first time), parks, is
+// up, ready_entry.hpp), runs (it takes a stack the first time), parks, is
 // made ready by the single winner of its wake, and finally exits.
 //
 // Thread-safety: the scheduling fields are owned by whoever holds the fiber's
@@ -51,7 +51,7 @@ class Fiber : public Task {
   // can join any more.
   virtual void drop_value() noexcept = 0;
 
-  // Control blocks come from their worker's cache (sched/src/block_cache.hpp).
+  // Control blocks come from their worker's cache (sched/src/core/block_cache.hpp).
   // Over-aligned ones (an alignas closure) use the global allocator.
   static void* operator new(std::size_t size);
   static void operator delete(void* block, std::size_t size) noexcept;
@@ -80,7 +80,7 @@ class Fiber : public Task {
   const char* waiting_on = nullptr;
 
   // The park word: epoch, abort flag and park kind. Its protocol (arm,
-  // claim, completion, abort) is sched/src/park_word.hpp's.
+  // claim, completion, abort) is sched/src/core/park_word.hpp's.
   std::atomic<std::uint64_t> wake_word{0};
   std::uint64_t epoch = 0;  // the fiber's latest park; written only by the fiber
   // The one-byte fields share a word: the control block's size is part of the
@@ -89,7 +89,7 @@ class Fiber : public Task {
   Outcome exit_outcome = Outcome::kPending;        // set by the fiber just before it exits
   bool started = false;
   bool root = false;
-  // Set by the spawn that queues the fiber (a spawn entry, spawn_entry.hpp).
+  // Set by the spawn that queues the fiber (a spawn entry, ready_entry.hpp).
   // Cleared by whoever takes the right to start it, the worker that takes
   // the entry or a joiner (expedite()): by an exchange while a handle may
   // still join it. Any thread.

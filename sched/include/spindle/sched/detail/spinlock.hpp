@@ -6,7 +6,7 @@
 
 namespace spindle::detail {
 
-// Counts the SpinLocks this thread holds (sched/src/unpark.cpp). A worker
+// Counts the SpinLocks this thread holds (sched/src/core/unpark.cpp). A worker
 // wake-up requested while any is held waits until the last is released: a
 // wake-up's futex or eventfd syscall takes microseconds (an inter-processor
 // interrupt, a VM exit), and made under a primitive's lock it would stall the

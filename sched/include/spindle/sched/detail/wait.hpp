@@ -23,7 +23,7 @@ class Fiber;
 enum class WakeReason : std::uint8_t { kNotified, kTimedOut, kAborted };
 
 // What may end a fiber's park (the low two bits of Fiber::wake_word; the
-// protocol is in sched/src/park_word.hpp).
+// protocol is in sched/src/core/park_word.hpp).
 enum class ParkKind : std::uint64_t {
   kNone = 0,             // not parked
   kInterruptible = 1,    // notify, deadline or abort

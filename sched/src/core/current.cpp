@@ -1,0 +1,31 @@
+#include "core/current.hpp"
+
+#include "core/worker.hpp"
+
+namespace spindle::detail {
+namespace {
+
+thread_local Worker* t_worker = nullptr;
+
+}  // namespace
+
+[[gnu::noinline]] Worker* current_worker() noexcept { return t_worker; }
+
+[[gnu::noinline]] Worker* current_pool_worker(const Scheduler& scheduler) noexcept {
+  Worker* w = t_worker;
+  return w && &w->scheduler() == &scheduler && w->placement() == Placement::kPool ? w : nullptr;
+}
+
+void set_current_worker(Worker* w) noexcept { t_worker = w; }
+
+[[gnu::noinline]] Fiber* current_fiber() noexcept {
+  Worker* w = t_worker;
+  return w ? w->current() : nullptr;
+}
+
+[[gnu::noinline]] Scheduler* current_scheduler() noexcept {
+  Worker* w = t_worker;
+  return w ? &w->scheduler() : nullptr;
+}
+
+}  // namespace spindle::detail

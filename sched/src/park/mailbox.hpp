@@ -1,0 +1,45 @@
+// Mailbox: what other threads hand to one worker: fibers pinned to it that
+// were woken elsewhere, and requests to cancel an operation in its ring.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "park/parker.hpp"
+#include "spindle/base/thread_annotations.hpp"
+#include "spindle/sched/detail/fiber.hpp"
+#include "spindle/sched/detail/spinlock.hpp"
+
+namespace spindle::detail {
+
+struct MailMessage {
+  enum class Kind : std::uint8_t {
+    kResume,    // `fiber` (pinned to this worker) is ready
+    kCancelIo,  // cancel the op `fiber` waits on in park `epoch`; holds a fiber reference
+  };
+  Kind kind;
+  Fiber* fiber;
+  std::uint64_t epoch;
+};
+
+// send() is thread-safe; take() is called by the owning worker only.
+// A send that makes the inbox non-empty unparks the worker: one wake per batch.
+class Mailbox {
+ public:
+  explicit Mailbox(Parker& parker) noexcept : parker_(parker) {}
+
+  void send(const MailMessage& m) noexcept;
+  // Swaps the pending batch into `out` (which must be empty).
+  void take(std::vector<MailMessage>& out) noexcept;
+  bool empty() const noexcept { return !nonempty_.load(std::memory_order_acquire); }
+
+ private:
+  SpinLock lock_;
+  std::vector<MailMessage> inbox_ SPINDLE_GUARDED_BY(lock_);
+  // release under lock_; pairs with the acquire in empty().
+  std::atomic<bool> nonempty_{false};
+  Parker& parker_;
+};
+
+}  // namespace spindle::detail

@@ -1,0 +1,281 @@
+// The spindle runtime: how fibers run on a pool of workers.
+//
+// Protocol. Runtime::run validates the configuration, checks the kernel, and
+// makes worker 0 on the calling thread. Worker 0 starts workers 1..n-1 one at
+// a time; each creates its own ring (single-issuer: a ring belongs to the
+// thread that made it) and reports back before the next starts. When all are
+// up they are released together and the root fiber, pinned to worker 0,
+// starts.
+//
+// A worker's turn: up to 64 fiber turns (resumed by the loop, or handed the
+// thread directly by the fiber before them); then one ring service (submit
+// every SQE staged during the turn and reap every CQE with a single
+// io_uring_enter), expire sleep timers and operation deadlines, apply the
+// mailbox. With nothing ready it takes a share of the global queue, then (as
+// one of at most half the workers) steals half of another worker's run queue,
+// then parks: with I/O in flight it blocks in io_uring_enter until a CQE, a
+// deadline, or an eventfd write; with none it spins briefly (the adaptive
+// spinner), then sleeps on a futex. Parker explains why a wake never gets lost
+// and costs no syscall when the worker is awake; IdleSet explains why a push
+// never misses a parked worker.
+//
+// A fiber parks (or yields, or exits) by switching away with a Suspend
+// record: straight to the next fiber ready on its worker, or to the worker's
+// loop when there is none or the batch of turns is used up. Whichever stack
+// takes over, with the fiber's context saved, arms the fiber's park word and
+// only then runs the record's publish step (unlock a wait queue, submit an
+// SQE): a fiber is never findable by a waker before it is resumable. Every
+// way a park can end (notify, timer, abort) races on one CAS of the park
+// word; the winner queues the fiber, on the waking worker if it is a pool
+// worker. I/O parks end only by their CQE: an abort or a deadline cancels the
+// operation, and the fiber still waits for the CQE, so no call returns while
+// the kernel may touch its buffer.
+//
+// Shutdown. When the root returns, its supervision node aborts every fiber
+// (all descend from it) and the runtime closes to spawns. Workers keep
+// running: aborted fibers see errc::aborted from their blocking calls and
+// end; reads are cancelled, writes and syncs finish. Worker 0, which did the
+// abort, knows the exact number of live fibers; at zero it lets every worker
+// quit. No worker tears down its ring until all have left their loops. Then
+// the pool threads, dedicated threads and the blocking pool are joined, and
+// run() returns the root's value or rethrows the first failure.
+//
+// Rejected: one shared run queue (contention at two workers already); a
+// thread per ring driving completions for all workers (a hop per op);
+// IORING_OP_MSG_RING for wakes (needs the waker to own a ring: foreign
+// threads do not); boost::context::fiber (its forced-unwind exceptions and
+// per-switch record cost more than raw fcontext with our own switch).
+
+#include "spindle/sched/runtime.hpp"
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include "core/abandon.hpp"
+#include "core/current.hpp"
+#include "core/scheduler.hpp"
+#include "core/worker.hpp"
+#include "observe/stall_detector.hpp"
+#include "spindle/fiber/overflow.hpp"
+#include "spindle/sched/context.hpp"
+#include "spindle/uring/probe.hpp"
+#include "time/coarse_clock.hpp"
+
+namespace spindle {
+namespace detail {
+namespace {
+
+// Async-signal-safe: called from the SIGSEGV handler on the faulting thread.
+bool describe_overflow(const void* addr, char* out, std::size_t cap) {
+  Worker* w = current_worker();
+  Fiber* f = w ? w->current() : nullptr;
+  if (!f || !f->stack) return false;
+  const auto a = reinterpret_cast<std::uintptr_t>(addr);
+  const auto limit = reinterpret_cast<std::uintptr_t>(f->stack.limit);
+  const std::uintptr_t guard = 64 * 1024;  // the guard page, and a margin below it
+  if (a >= limit || a + guard < limit) return false;
+  // "fiber <id> '<name>'" without allocating.
+  char digits[24];
+  int nd = 0;
+  std::uint64_t id = f->id;
+  do {
+    digits[nd++] = static_cast<char>('0' + id % 10);
+    id /= 10;
+  } while (id && nd < 24);
+  std::size_t pos = 0;
+  auto put = [&](char c) {
+    if (pos + 1 < cap) out[pos++] = c;
+  };
+  for (const char* p = "fiber "; *p; ++p) put(*p);
+  while (nd) put(digits[--nd]);
+  put(' ');
+  put('\'');
+  for (char c : f->name) put(c);
+  put('\'');
+  out[pos] = '\0';
+  return true;
+}
+
+void worker_thread(std::shared_ptr<Scheduler> s, std::size_t index) {
+  std::optional<Worker> worker;
+  try {
+    worker.emplace(*s, Placement::kPool, index);
+    s->workers[index] = &worker->remote();
+    s->report_started(nullptr);
+  } catch (...) {
+    s->report_started(std::current_exception());
+    return;
+  }
+  if (!s->wait_release()) return;  // another worker failed to start
+  worker->run_pool();
+  s->worker_done();
+  s->wait_workers_done();
+}
+
+// The runtime_tasks_* record of a task launched from this thread, and the
+// slot its spawn counts in. Null if interning failed (out of memory): the
+// task then goes uncounted rather than unlaunched.
+std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::string_view name,
+                                               Placement execution, TaskKind kind) noexcept {
+  try {
+    if (w && &w->scheduler() == &s && w->placement() == Placement::kPool) {
+      return {w->task_record(name, execution, kind), w->index()};
+    }
+    TaskRecord* r = s.metrics->intern(name, execution, kind);
+    return {r, r->shared_slot};
+  } catch (...) {
+    return {nullptr, 0};
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
+  return std::make_shared<Scheduler>(config);
+}
+
+Node& root_node(Scheduler& scheduler) noexcept { return *scheduler.root; }
+
+Stopper& stopper(Scheduler& scheduler) noexcept { return *scheduler.stopper; }
+
+bool accepting(const Scheduler& scheduler) noexcept { return scheduler.accepting(); }
+
+void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* live) {
+  root->root = true;
+  root->name = "root";
+  root->id = s->allocate_id_block(1);
+  root->spawned_ms = coarse_now_ms();
+  root->ref();  // the scheduler's: RuntimeHandles may reach the root node after run()
+  s->root = root;
+  s->workers.assign(s->config.workers, nullptr);
+  s->count_spawn();  // not on a worker yet: counted as foreign
+  root->record = record_for(*s, nullptr, root->name, Placement::kPool, TaskKind::kRoot).first;
+  const std::size_t root_slot = root->record ? root->record->shared_slot : 0;
+  count_task_spawn(root->record, root_slot);
+
+  std::optional<Worker> w0;
+  std::vector<std::thread> threads;
+  auto abandon = [&](std::exception_ptr error) {
+    s->release_workers(false);
+    for (auto& t : threads) t.join();
+    w0.reset();
+    abandon_unrun(*root, root_slot);
+    std::rethrow_exception(error);
+  };
+  try {
+    uring::require_kernel_support();
+    static std::once_flag handler_once;
+    std::call_once(handler_once, [] { fiber::install_overflow_handler(&describe_overflow); });
+    w0.emplace(*s, Placement::kPool, 0);
+  } catch (...) {
+    abandon(std::current_exception());
+  }
+  s->workers[0] = &w0->remote();
+  for (std::size_t i = 1; i < s->config.workers; ++i) {
+    threads.emplace_back(worker_thread, s, i);
+    if (auto error = s->wait_started()) {
+      threads.back().join();
+      threads.pop_back();
+      s->workers.resize(threads.size() + 1);
+      abandon(error);
+    }
+  }
+  s->release_workers(true);
+
+  root->pinned = &w0->remote();
+  w0->put(root);
+  // Published once the root is set up: a dump from another thread reads it.
+  if (live) live->set(s);
+  {
+    std::optional<StallDetector> watchdog;
+    if (s->config.stall_threshold.count() > 0)
+      watchdog.emplace(*s, s->config.stall_threshold, s->config.on_log);
+    w0->run_pool();
+  }
+
+  s->worker_done();
+  s->wait_workers_done();
+  w0.reset();
+  for (auto& t : threads) t.join();
+  s->join_dedicated();
+  s->blocking.close();
+  // Never stopped, never will be: free plain threads still waiting on a signal.
+  s->stopper->close();
+  if (auto failure = s->failure()) std::rethrow_exception(failure);
+}
+
+void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view name,
+            const std::shared_ptr<const Identity>& identity) {
+  Scheduler& s = fiber->scheduler();
+  Worker* w = current_worker();
+  fiber->id = (w && &w->scheduler() == &s) ? w->allocate_id() : s.allocate_id_block(1);
+  fiber->spawned_ms = w ? w->batch_ms() : coarse_now_ms();
+  if (identity) {
+    fiber->identity = identity;
+    if (name.empty()) name = identity->label;
+  }
+  if (!name.empty()) fiber->name = name;
+  const auto [record, slot] = record_for(s, w, name, placement, TaskKind::kTask);
+  fiber->record = record;
+  // Counted even if refused below, and then finished at once (as the
+  // reference does): runtime_tasks_spawned_total counts attempts.
+  count_task_spawn(record, slot);
+  // Counted before adoption: a spawn that gets past adopt() is visible to the
+  // shutdown count through the supervision lock.
+  s.count_spawn();
+  if (!s.accepting() || !parent.adopt(fiber)) {
+    abandon_unrun(*fiber, slot);
+    return;
+  }
+  if (placement == Placement::kDedicated) {
+    s.start_dedicated(fiber);
+  } else {
+    s.put_spawned(fiber);
+  }
+}
+
+void launch_blocking(Scheduler& s, BlockingTask* task, Node& parent, const Identity* identity) {
+  const auto [record, slot] = record_for(s, current_worker(), identity ? identity->label : "",
+                                         Placement::kBlocking, TaskKind::kTask);
+  task->record = record;
+  count_task_spawn(record, slot);
+  if (!s.accepting() || !parent.adopt(task) || !s.blocking.submit(task)) {
+    abandon_unrun(*task, slot);
+  }
+}
+
+}  // namespace detail
+
+RuntimeHandle current_runtime() {
+  detail::Scheduler* s = detail::current_scheduler();
+  if (!s) throw std::logic_error("spindle::current_runtime() called outside a runtime's thread");
+  return RuntimeHandle(s->shared_from_this());
+}
+
+const Config& current_config() {
+  detail::Scheduler* s = detail::current_scheduler();
+  if (!s) throw std::logic_error("spindle::current_config() called outside a runtime's thread");
+  return s->config;
+}
+
+namespace detail {
+Fiber& current_spawner() {
+  Fiber* f = current_fiber();
+  if (!f) throw std::logic_error("spindle::spawn() called outside a fiber");
+  return *f;
+}
+}  // namespace detail
+
+Context this_fiber::context() {
+  detail::Fiber* f = detail::current_fiber();
+  if (!f) throw std::logic_error("spindle::this_fiber::context() called outside a fiber");
+  return Context(f->scheduler(), *f, f->identity);
+}
+
+Runtime::Runtime(Config config) : config_(config) { config_.validate(); }
+
+}  // namespace spindle
