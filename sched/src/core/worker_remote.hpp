@@ -52,7 +52,8 @@ class WorkerRemote {
 
   // Fibers spawned and finished here (pool workers only), read by any thread
   // for the live count (Scheduler::live_fibers). Written only by the owner.
-  std::atomic<std::uint64_t> spawned{0};
+  // On a line of their own, away from what other threads write.
+  alignas(64) std::atomic<std::uint64_t> spawned{0};
   std::atomic<std::uint64_t> finished{0};
 
  private:
@@ -64,7 +65,9 @@ class WorkerRemote {
   RunQueue<ReadyEntry> run_queue_;
   Parker parker_;
   Mailbox mailbox_;
-  StallProbe stall_probe_;
+  // Written by the owner twice per fiber switch: on a line of its own, away
+  // from the parker and mailbox that waking threads write.
+  alignas(64) StallProbe stall_probe_;
 };
 
 }  // namespace spindle::detail
