@@ -140,8 +140,12 @@ void Worker::put(Fiber* f) noexcept {
     pinned_ready_.push_back(f);
     return;
   }
-  put_queue(ready_entry(f));
-  // A fiber this worker would run anyway wakes one only if one is seen
+  put_ready(ready_entry(f));
+}
+
+void Worker::put_ready(ReadyEntry* e) noexcept {
+  put_queue(e);
+  // An entry this worker would run anyway wakes one only if one is seen
   // without a fence: missing it costs parallelism, never progress.
   if (stealable_after_put() && scheduler().idle.idle_mask_relaxed() != 0) {
     scheduler().notify_parked();
@@ -409,7 +413,7 @@ Fiber* Worker::take_global() noexcept {
   std::array<ReadyEntry*, GlobalQueue::kMaxShare> batch;
   const std::size_t n = s.global.take(batch.data(), want);
   if (n == 0) return nullptr;
-  for (std::size_t i = 1; i < n; ++i) put_queue(batch[i]);
+  for (std::size_t i = 1; i < n; ++i) put_ready(batch[i]);
   if (q.is_stealable()) s.notify_parked();  // once for the batch
   if (Fiber* f = claim_entry(batch[0])) return f;
   return take_local();
