@@ -11,26 +11,14 @@
 
 namespace spindle::net {
 
-TcpListener::TcpListener(TcpListener&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-
-TcpListener& TcpListener::operator=(TcpListener&& o) noexcept {
-  if (this != &o) {
-    close();
-    fd_ = std::exchange(o.fd_, -1);
-  }
-  return *this;
-}
-
-TcpListener::~TcpListener() { close(); }
-
-void TcpListener::close() noexcept { detail::close_fd(std::exchange(fd_, -1)); }
+void TcpListener::close() noexcept { fd_.reset(); }
 
 Result<TcpListener> TcpListener::bind(const SocketAddress& addr, ListenOptions options) {
   // A blocking socket: io_uring waits for readiness itself (and would answer
   // EAGAIN for a non-blocking one).
   const int fd = ::socket(addr.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
   if (fd < 0) return errno_failure(errno);
-  TcpListener listener(fd);  // closes fd on every error path below
+  TcpListener listener{UniqueFd(fd)};  // closes fd on every error path below
   if (options.reuse_address) {
     const int one = 1;
     if (::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
@@ -42,9 +30,9 @@ Result<TcpListener> TcpListener::bind(const SocketAddress& addr, ListenOptions o
 }
 
 Result<TcpStream> TcpListener::accept(Timeout timeout) {
-  if (fd_ < 0) return failure(errc::closed);
+  if (!fd_) return failure(errc::closed);
   const Deadline deadline = timeout.deadline(std::chrono::nanoseconds::max());
-  const int fd = fd_;
+  const int fd = fd_.get();
   for (;;) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
@@ -62,18 +50,13 @@ Result<TcpStream> TcpListener::accept(Timeout timeout) {
     detail::kInboundConnections.add();
     detail::apply_stream_options(conn, current_config());
     auto addr = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&peer), len);
-    return TcpStream(conn, addr ? *addr : SocketAddress());
+    return TcpStream(UniqueFd(conn), addr ? *addr : SocketAddress());
   }
 }
 
 Result<SocketAddress> TcpListener::local_addr() const {
-  if (fd_ < 0) return failure(errc::closed);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return errno_failure(errno);
-  auto a = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss), len);
-  if (!a) return errno_failure(EAFNOSUPPORT);
-  return *a;
+  if (!fd_) return failure(errc::closed);
+  return detail::local_address(fd_.get());
 }
 
 }  // namespace spindle::net

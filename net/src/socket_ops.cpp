@@ -3,7 +3,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <unistd.h>
+
+#include <cerrno>
 
 namespace spindle::net::detail {
 
@@ -18,8 +19,13 @@ void apply_stream_options(int fd, const Config& config) noexcept {
   }
 }
 
-void close_fd(int fd) noexcept {
-  if (fd >= 0) (void)::close(fd);
+Result<SocketAddress> local_address(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return errno_failure(errno);
+  auto a = SocketAddress::from_sockaddr(reinterpret_cast<const sockaddr*>(&ss), len);
+  if (!a) return errno_failure(EAFNOSUPPORT);
+  return *a;
 }
 
 }  // namespace spindle::net::detail

@@ -1,11 +1,12 @@
 // Private helpers shared by the listener and the stream: the ring call with
-// a deadline, socket options from Config, and closing.
+// a deadline, socket options from Config, and a socket's local address.
 #pragma once
 
 #include <chrono>
 #include <utility>
 
 #include "spindle/base/result.hpp"
+#include "spindle/net/address.hpp"
 #include "spindle/net/timeout.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/io.hpp"
@@ -28,7 +29,7 @@ inline Deadline read_write_deadline(const Timeout& t) {
 // or write to report.
 void apply_stream_options(int fd, const Config& config) noexcept;
 
-// close(2), keeping errno out of it (EINTR on close still closes on Linux).
-void close_fd(int fd) noexcept;
+// getsockname(2) of a bound or connected socket.
+Result<SocketAddress> local_address(int fd);
 
 }  // namespace spindle::net::detail

@@ -44,7 +44,7 @@ std::span<std::byte> bytes(std::span<char> s) noexcept {
 }  // namespace
 
 TcpStream::TcpStream(TcpStream&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)),
+    : fd_(std::move(o.fd_)),
       peer_(o.peer_),
       buf_(std::move(o.buf_)),
       cap_(std::exchange(o.cap_, 0)),
@@ -58,7 +58,7 @@ TcpStream::TcpStream(TcpStream&& o) noexcept
 TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
   if (this != &o) {
     close();
-    fd_ = std::exchange(o.fd_, -1);
+    fd_ = std::move(o.fd_);
     peer_ = o.peer_;
     buf_ = std::move(o.buf_);
     cap_ = std::exchange(o.cap_, 0);
@@ -75,7 +75,7 @@ TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
 TcpStream::~TcpStream() { close(); }
 
 void TcpStream::close() noexcept {
-  detail::close_fd(std::exchange(fd_, -1));
+  fd_.reset();
   buf_.reset();
   cap_ = pos_ = end_ = 0;
 }
@@ -83,19 +83,16 @@ void TcpStream::close() noexcept {
 Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout) {
   const Config& config = current_config();
   const Deadline deadline = timeout.deadline(config.connect_timeout);
-  const int fd = ::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
-  if (fd < 0) return errno_failure(errno);
+  UniqueFd fd(::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
+  if (!fd) return errno_failure(errno);
   auto prepare = [&](io_uring_sqe* sqe) noexcept {
-    io_uring_prep_connect(sqe, fd, peer.data(), peer.size());
+    io_uring_prep_connect(sqe, fd.get(), peer.data(), peer.size());
   };
   auto r = detail::ring_op(prepare, deadline);
-  if (!r) {
-    detail::close_fd(fd);
-    return failure(r.error());
-  }
+  if (!r) return failure(r.error());
   detail::kOutboundConnections.add();
-  detail::apply_stream_options(fd, config);
-  return TcpStream(fd, peer);
+  detail::apply_stream_options(fd.get(), config);
+  return TcpStream(std::move(fd), peer);
 }
 
 void TcpStream::ensure_buffer() {
@@ -107,7 +104,7 @@ void TcpStream::ensure_buffer() {
 
 Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
   len = std::min(len, kMaxOpBytes);
-  const int fd = fd_;
+  const int fd = fd_.get();
   // Turn-taking (a request read whole, its reply sent): the peer has not
   // answered yet, so skip the receive attempt that would find nothing.
   const bool poll_first = drained_ && sent_.load(std::memory_order_relaxed);
@@ -146,7 +143,7 @@ Result<std::size_t> TcpStream::read_some(std::byte* out, std::size_t len, Deadli
 }
 
 Result<std::size_t> TcpStream::read(std::span<std::byte> buf, Timeout timeout) {
-  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  if (!fd_ || read_poisoned_) return failure(errc::closed);
   if (buf.empty()) return 0;
   if (pos_ < end_) {
     const std::size_t n = std::min(buf.size(), end_ - pos_);
@@ -162,7 +159,7 @@ Result<std::size_t> TcpStream::read(std::span<char> buf, Timeout timeout) {
 }
 
 Result<void> TcpStream::read_exact(std::span<std::byte> buf, Timeout timeout) {
-  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  if (!fd_ || read_poisoned_) return failure(errc::closed);
   std::size_t done = 0;
   Deadline deadline{};
   bool have_deadline = false;
@@ -204,7 +201,7 @@ void TcpStream::consume(std::size_t n) noexcept {
 }
 
 Result<std::size_t> TcpStream::fill(Timeout timeout) {
-  if (fd_ < 0 || read_poisoned_) return failure(errc::closed);
+  if (!fd_ || read_poisoned_) return failure(errc::closed);
   ensure_buffer();
   if (end_ == cap_) {
     if (pos_ == 0) return errno_failure(ENOBUFS);
@@ -219,7 +216,7 @@ Result<std::size_t> TcpStream::fill(Timeout timeout) {
 
 Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadline deadline) {
   std::size_t done = 0;
-  const int fd = fd_;
+  const int fd = fd_.get();
   while (done < len) {
     const std::byte* p = data + done;
     const std::size_t n = std::min(len - done, kMaxOpBytes);
@@ -239,7 +236,7 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
 }
 
 Result<void> TcpStream::write_all(std::span<const std::byte> buf, Timeout timeout) {
-  if (fd_ < 0 || write_poisoned_) return failure(errc::closed);
+  if (!fd_ || write_poisoned_) return failure(errc::closed);
   if (buf.empty()) return {};
   return send_all(buf.data(), buf.size(), detail::read_write_deadline(timeout));
 }
@@ -249,7 +246,7 @@ Result<void> TcpStream::write_all(std::string_view buf, Timeout timeout) {
 }
 
 Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
-  if (fd_ < 0 || write_poisoned_) return failure(errc::closed);
+  if (!fd_ || write_poisoned_) return failure(errc::closed);
   std::size_t index = 0;   // the first buffer not fully sent
   std::size_t offset = 0;  // bytes of bufs[index] already sent
   auto skip_empty = [&] {
@@ -265,7 +262,7 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
                     bufs[index].iov_len - offset, detail::read_write_deadline(timeout));
   }
   const Deadline deadline = detail::read_write_deadline(timeout);
-  const int fd = fd_;
+  const int fd = fd_.get();
   std::array<iovec, kIovBatch> scratch;
   while (index < bufs.size()) {
     std::size_t count = 0;
@@ -306,30 +303,26 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
 }
 
 Result<void> TcpStream::shutdown(Shutdown how) noexcept {
-  if (fd_ < 0) return failure(errc::closed);
-  if (::shutdown(fd_, static_cast<int>(how)) != 0) return errno_failure(errno);
+  if (!fd_) return failure(errc::closed);
+  if (::shutdown(fd_.get(), static_cast<int>(how)) != 0) return errno_failure(errno);
   return {};
 }
 
 Result<SocketAddress> TcpStream::local_addr() const {
-  if (fd_ < 0) return failure(errc::closed);
-  sockaddr_storage ss{};
-  socklen_t len = sizeof ss;
-  if (::getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return errno_failure(errno);
-  auto a = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), len);
-  if (!a) return errno_failure(EAFNOSUPPORT);
-  return *a;
+  if (!fd_) return failure(errc::closed);
+  return detail::local_address(fd_.get());
 }
 
 Result<SocketAddress> TcpStream::peer_addr() const {
-  if (fd_ < 0) return failure(errc::closed);
+  if (!fd_) return failure(errc::closed);
   return peer_;
 }
 
 Result<void> TcpStream::set_nodelay(bool on) noexcept {
-  if (fd_ < 0) return failure(errc::closed);
+  if (!fd_) return failure(errc::closed);
   const int v = on ? 1 : 0;
-  if (::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) != 0) return errno_failure(errno);
+  if (::setsockopt(fd_.get(), IPPROTO_TCP, TCP_NODELAY, &v, sizeof v) != 0)
+    return errno_failure(errno);
   return {};
 }
 

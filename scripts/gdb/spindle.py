@@ -14,7 +14,7 @@
 #
 # Where the data is (keep in step with the C++):
 #   debug_schedulers -> Scheduler::debug_next -> ...   every live runtime
-#   Scheduler::root -> Node::first_child_ -> Node::next_sibling_   the tree
+#   Scheduler::root -> Node::child_list_.head_ -> Node::siblings_.next   the tree
 #   Scheduler::roster.workers_[i]->current_            the fiber each worker runs
 #   Fiber::wake_word & 3                               ParkKind (sched/src/core/park_word.hpp)
 #   Fiber::context->fctx_                              saved fcontext (context.hpp)
@@ -205,10 +205,10 @@ def _classify(node):
 
 
 def _children(node):
-    child = _u64(_field(node, _NODE, "first_child_"))
+    child = _u64(_field(node, _NODE, "child_list_")["head_"])
     while child != 0:
         yield child
-        child = _u64(_field(child, _NODE, "next_sibling_"))
+        child = _u64(_field(child, _NODE, "siblings_")["next"])
 
 
 def _schedulers():

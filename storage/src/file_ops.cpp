@@ -32,24 +32,12 @@ bool ring_has_ftruncate() {
   return has;
 }
 
-Fd& Fd::operator=(Fd&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = o.release();
-  }
-  return *this;
-}
-
-Fd::~Fd() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-Result<Fd> open_at(int dirfd, const char* path, int flags, mode_t mode) {
+Result<UniqueFd> open_at(int dirfd, const char* path, int flags, mode_t mode) {
   auto r = io_op([&](io_uring_sqe* sqe) noexcept {
     io_uring_prep_openat(sqe, dirfd, path, flags | O_CLOEXEC, mode);
   });
   if (!r) return failure(r.error());
-  return Fd(*r);
+  return UniqueFd(*r);
 }
 
 Result<void> mkdir_at(int dirfd, const char* path, mode_t mode) {
@@ -86,7 +74,7 @@ Result<void> truncate(int fd, std::uint64_t len) {
   // The blocking pool may outlive an aborted caller's wait: it gets its own fd.
   const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (dup < 0) return errno_failure(errno);
-  auto done = spawn_blocking([held = Fd(dup), len]() -> int {
+  auto done = spawn_blocking([held = UniqueFd(dup), len]() -> int {
     return ::ftruncate(held.get(), static_cast<off_t>(len)) == 0 ? 0 : errno;
   });
   auto r = done.join();

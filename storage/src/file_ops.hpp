@@ -16,6 +16,7 @@
 #include <span>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/unique_fd.hpp"
 
 namespace spindle::storage::detail {
 
@@ -26,28 +27,7 @@ inline constexpr std::size_t kMaxIoChunk = std::size_t{1} << 30;
 // The most iovecs one WRITEV takes (IOV_MAX).
 inline constexpr std::size_t kMaxIovecs = 1024;
 
-// Owns a file descriptor; closes it with a plain close() (which does not
-// block on a local file), so it is safe in destructors and off fibers.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) noexcept : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept;
-  ~Fd();
-  int get() const noexcept { return fd_; }
-  int release() noexcept {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  explicit operator bool() const noexcept { return fd_ >= 0; }
-
- private:
-  int fd_ = -1;
-};
-
-Result<Fd> open_at(int dirfd, const char* path, int flags, mode_t mode = 0);
+Result<UniqueFd> open_at(int dirfd, const char* path, int flags, mode_t mode = 0);
 // EEXIST is returned as an error like any other; the caller decides.
 Result<void> mkdir_at(int dirfd, const char* path, mode_t mode);
 Result<void> unlink_at(int dirfd, const char* path, int flags);

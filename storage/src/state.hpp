@@ -19,8 +19,8 @@ namespace spindle::storage::detail {
 // One Storage's directory. Thread-safe.
 struct StorageState {
   std::filesystem::path dir;
-  Fd dir_fd;   // the directory itself (O_DIRECTORY), for *at() calls and fsync
-  Fd hold_fd;  // <dir>/.hold, flock()ed exclusively for the life of this state
+  UniqueFd dir_fd;   // the directory itself (O_DIRECTORY), for *at() calls and fsync
+  UniqueFd hold_fd;  // <dir>/.hold, flock()ed exclusively for the life of this state
 
   // Serializes open, remove and scan: a creation truncates the file, which
   // must not race another open of the same name.
@@ -44,7 +44,7 @@ struct BlobState {
   std::string partition;
   std::string name;
   std::string key;  // "<partition>/<hex name>"
-  Fd fd;
+  UniqueFd fd;
   // runtime_open_blobs: +1 while this open lives.
   RuntimeGauge::Hold open_blob{kOpenBlobs};
   // Set once RWF_DONTCACHE came back EOPNOTSUPP: the hint is dropped from then on.

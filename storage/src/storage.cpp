@@ -70,8 +70,6 @@ void StorageState::clear_partition_failures(std::string_view partition) {
 
 namespace {
 
-using detail::Fd;
-
 std::unexpected<std::error_code> fail(std::errc e) { return failure(std::make_error_code(e)); }
 
 // A directory entry as the blocking pool saw it.

@@ -182,19 +182,10 @@ void count(Stat stat, std::uint64_t n) noexcept {
   if (Worker* w = current_worker()) w->stats().add(stat, n);
 }
 
-MetricsCell::~MetricsCell() = default;
-
-void MetricsCell::attach(Scheduler& s) noexcept {
-  std::lock_guard lock(mutex_);
-  metrics_ = s.metrics;
-}
+void MetricsCell::attach(Scheduler& s) noexcept { metrics_.store(s.metrics); }
 
 std::string MetricsCell::text() const {
-  std::shared_ptr<Metrics> m;
-  {
-    std::lock_guard lock(mutex_);
-    m = metrics_;
-  }
+  const std::shared_ptr<Metrics> m = metrics_.load();
   return m ? m->text() : std::string();
 }
 

@@ -189,7 +189,7 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
   root->pinned = &w0->remote();
   w0->put(root);
   // Published once the root is set up: a dump from another thread reads it.
-  if (live) live->set(s);
+  if (live) live->store(s);
   {
     std::optional<StallDetector> watchdog;
     if (s->config.stall_threshold.count() > 0)

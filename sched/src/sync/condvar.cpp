@@ -1,5 +1,7 @@
 #include "spindle/sched/condvar.hpp"
 
+#include "spindle/base/lock_guard.hpp"
+
 namespace spindle {
 
 Result<bool> CondVar::wait_until(std::unique_lock<Mutex>& lock, Deadline deadline) {
@@ -14,22 +16,14 @@ Result<bool> CondVar::wait_until(std::unique_lock<Mutex>& lock, Deadline deadlin
   return detail::timed_result(reason);
 }
 
-Result<void> CondVar::wait(std::unique_lock<Mutex>& lock) {
-  auto r = wait_until(lock, kNoDeadline);
-  if (!r) return failure(r.error());
-  return {};
-}
-
 void CondVar::notify_one() noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   waiters_.notify_one();
-  lock_.unlock();
 }
 
 void CondVar::notify_all() noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   waiters_.notify_all();
-  lock_.unlock();
 }
 
 }  // namespace spindle

@@ -1,5 +1,7 @@
 #include "spindle/sched/mutex.hpp"
 
+#include "spindle/base/lock_guard.hpp"
+
 namespace spindle {
 
 void Mutex::lock() noexcept {
@@ -15,18 +17,16 @@ void Mutex::lock() noexcept {
 }
 
 bool Mutex::try_lock() noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   const bool got = !locked_;
   locked_ = true;
-  lock_.unlock();
   return got;
 }
 
 void Mutex::unlock() noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   // Hand-over: the mutex stays locked, now owned by the woken waiter.
   if (!waiters_.notify_one()) locked_ = false;
-  lock_.unlock();
 }
 
 }  // namespace spindle

@@ -1,47 +1,35 @@
 #include "spindle/sched/semaphore.hpp"
 
+#include "spindle/base/lock_guard.hpp"
+
 namespace spindle {
 
 Result<bool> Semaphore::acquire_until(Deadline deadline) {
-  if (detail::current_aborted()) return failure(errc::aborted);
-  lock_.lock();
-  if (permits_ > 0 && waiters_.empty()) {
-    --permits_;
-    lock_.unlock();
-    return true;
-  }
-  detail::WaitNode node;
-  // A notify hands this waiter one permit (release() does not add it to permits_).
-  return detail::timed_result(detail::wait_in(waiters_, node, lock_, deadline,
-                                              detail::ParkKind::kInterruptible, "semaphore"));
-}
-
-Result<void> Semaphore::acquire() {
-  auto r = acquire_until(kNoDeadline);
-  if (!r) return failure(r.error());
-  return {};
+  // A notify hands a waiter one permit (release() does not add it to permits_).
+  return detail::wait_unless(waiters_, lock_, deadline, "semaphore",
+                             [this]() SPINDLE_REQUIRES(lock_) {
+                               if (permits_ == 0 || !waiters_.empty()) return false;
+                               --permits_;
+                               return true;
+                             });
 }
 
 bool Semaphore::try_acquire() noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   const bool got = permits_ > 0 && waiters_.empty();
   if (got) --permits_;
-  lock_.unlock();
   return got;
 }
 
 void Semaphore::release(std::size_t n) noexcept {
-  lock_.lock();
+  LockGuard guard(lock_);
   while (n > 0 && waiters_.notify_one()) --n;
   permits_ += n;
-  lock_.unlock();
 }
 
 std::size_t Semaphore::available() const noexcept {
-  lock_.lock();
-  const std::size_t n = permits_;
-  lock_.unlock();
-  return n;
+  LockGuard guard(lock_);
+  return permits_;
 }
 
 }  // namespace spindle

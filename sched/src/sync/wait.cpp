@@ -97,7 +97,7 @@ WakeReason wait_in(WaitQueue& queue, WaitNode& node, SpinLock& lock, Deadline de
     return reason;
   }
   lock.lock();
-  if (node.linked) queue.remove(&node);
+  if (WaitQueue::linked(&node)) queue.remove(&node);
   lock.unlock();
   return reason;
 }

@@ -4,7 +4,7 @@
 
 namespace spindle::detail {
 
-Node::~Node() { SPINDLE_DCHECK(!linked_ && first_child_ == nullptr && children_ == 0); }
+Node::~Node() { SPINDLE_DCHECK(!ChildList::linked(this) && child_list_.empty() && children_ == 0); }
 
 bool Node::adopt(Node* child) noexcept {
   SPINDLE_DCHECK(child->parent_ == nullptr);
@@ -17,11 +17,7 @@ bool Node::adopt(Node* child) noexcept {
   }
   if (children_++ == 0) ref();  // the children's one reference on this node
   child->parent_ = this;
-  child->prev_sibling_ = nullptr;
-  child->next_sibling_ = first_child_;
-  if (first_child_) first_child_->prev_sibling_ = child;
-  first_child_ = child;
-  child->linked_ = true;
+  child_list_.push_front(child);
   lock_.unlock();
   return true;
 }
@@ -46,15 +42,8 @@ void Node::detach_all(Node* const* nodes, std::size_t n) noexcept {
     // by the child's owner: reading it outside the lock is safe.
     for (; end < n && nodes[end]->parent_ == parent; ++end) {
       Node* const c = nodes[end];
-      if (!c->linked_) continue;
-      if (c->prev_sibling_) {
-        c->prev_sibling_->next_sibling_ = c->next_sibling_;
-      } else {
-        parent->first_child_ = c->next_sibling_;
-      }
-      if (c->next_sibling_) c->next_sibling_->prev_sibling_ = c->prev_sibling_;
-      c->prev_sibling_ = c->next_sibling_ = nullptr;
-      c->linked_ = false;
+      if (!ChildList::linked(c)) continue;
+      parent->child_list_.remove(c);
       last = --parent->children_ == 0;
     }
     parent->lock_.unlock();
@@ -67,7 +56,7 @@ void Node::detach_all(Node* const* nodes, std::size_t n) noexcept {
 void Node::collect_children(std::vector<Node*>& out) {
   lock_.lock();
   try {
-    for (Node* c = first_child_; c; c = c->next_sibling_) {
+    for (Node* c = child_list_.front(); c; c = ChildList::next(c)) {
       out.push_back(c);
       c->ref();
     }
@@ -89,7 +78,7 @@ bool Node::mark_aborted_locked(Node*& worklist) noexcept {
   if (aborted_.load(std::memory_order_relaxed)) return false;
   // release; see aborted().
   aborted_.store(true, std::memory_order_release);
-  for (Node* c = first_child_; c; c = c->next_sibling_) {
+  for (Node* c = child_list_.front(); c; c = ChildList::next(c)) {
     // An aborted child has aborted its own subtree (abort is sticky), as has
     // an ended one still waiting for its worker to detach it.
     if (c->aborted_.load(std::memory_order_relaxed)) continue;

@@ -54,7 +54,7 @@ TimeoutWheel::TimeoutWheel(std::chrono::nanoseconds tick, std::chrono::nanosecon
       start_(start),
       slots_(std::bit_ceil(needed_slots(tick.count(), horizon.count()))),
       mask_(slots_ - 1),
-      heads_(slots_, nullptr),
+      lists_(slots_),
       bits_((slots_ + 63) / 64, 0) {}
 
 std::uint64_t TimeoutWheel::floor_tick(Clock::time_point t) const {
@@ -62,11 +62,10 @@ std::uint64_t TimeoutWheel::floor_tick(Clock::time_point t) const {
   return d <= 0 ? 0 : static_cast<std::uint64_t>(d / tick_ns_);
 }
 
-void TimeoutWheel::link_front(WheelEntry*& head, WheelEntry* e) noexcept {
-  e->prev = e;
-  e->next = head;
-  if (head != nullptr) head->prev = e;
-  head = e;
+void TimeoutWheel::link(WheelEntry* e) noexcept {
+  const std::uint64_t slot = e->target_tick & mask_;
+  lists_[slot].push_front(e);
+  set_bit(slot);
 }
 
 void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
@@ -77,9 +76,7 @@ void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
   e->deadline_tick = std::max(ceil_tick, current_tick_ + 1);
   const std::uint64_t target = std::min(e->deadline_tick, current_tick_ + mask_);
   e->target_tick = target;
-  const std::uint64_t slot = target & mask_;
-  link_front(heads_[slot], e);
-  set_bit(slot);
+  link(e);
   if (size_ == 0) {
     min_tick_ = target;
     min_valid_ = true;
@@ -92,27 +89,14 @@ void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
 void TimeoutWheel::remove(WheelEntry* e) noexcept {
   if (!e->linked()) return;
   const std::uint64_t slot = e->target_tick & mask_;
-  if (e->prev == e) {
-    // First of its list: either the slot's list or, during advance(), the
-    // detached rest of the slot being drained.
-    if (heads_[slot] == e) {
-      heads_[slot] = e->next;
-      if (e->next == nullptr) clear_bit(slot);
-    } else {
-      SPINDLE_ASSERT(draining_ == e, "TimeoutWheel::remove: entry is not in this wheel");
-      draining_ = e->next;
-    }
-    if (e->next != nullptr) e->next->prev = e->next;
-  } else {
-    e->prev->next = e->next;
-    if (e->next != nullptr) e->next->prev = e->prev;
-  }
-  e->prev = nullptr;
-  e->next = nullptr;
+  if (e == cursor_) cursor_ = List::next(e);
+  List& list = lists_[slot];
+  list.remove(e);
+  if (list.empty()) clear_bit(slot);
   --size_;
   // Every entry of a slot has the same target, so the minimum only moves when
   // its slot empties.
-  if (min_valid_ && e->target_tick == min_tick_ && heads_[slot] == nullptr) min_valid_ = false;
+  if (min_valid_ && e->target_tick == min_tick_ && list.empty()) min_valid_ = false;
 }
 
 std::uint64_t TimeoutWheel::find_occupied(std::uint64_t from, std::uint64_t count) const {
@@ -140,7 +124,7 @@ std::optional<TimeoutWheel::Clock::time_point> TimeoutWheel::next_deadline() con
     const std::uint64_t first = (current_tick_ + 1) & mask_;
     const std::uint64_t offset = find_occupied(first, mask_);
     SPINDLE_ASSERT(offset < mask_, "TimeoutWheel: entries counted but no slot occupied");
-    const WheelEntry* head = heads_[(first + offset) & mask_];
+    const WheelEntry* head = lists_[(first + offset) & mask_].front();
     SPINDLE_DCHECK(head->target_tick == current_tick_ + 1 + offset);
     min_tick_ = head->target_tick;
     min_valid_ = true;

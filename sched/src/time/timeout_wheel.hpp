@@ -11,9 +11,9 @@
 // deadline's tick, never earlier, whatever the horizon.
 //
 // Unlike the reference (which counts removals and skips stale entries when a
-// bucket drains), entries are intrusive and doubly linked, so remove() is O(1)
-// and a cancelled operation leaves nothing behind. An occupancy bitset lets
-// advance() and next_deadline() skip empty slots a word at a time.
+// bucket drains), each slot is an IntrusiveList of entries, so remove() is
+// O(1) and a cancelled operation leaves nothing behind. An occupancy bitset
+// lets advance() and next_deadline() skip empty slots a word at a time.
 #pragma once
 
 #include <algorithm>
@@ -24,24 +24,22 @@
 #include <vector>
 
 #include "spindle/base/assert.hpp"
+#include "spindle/base/intrusive_list.hpp"
 
 namespace spindle::detail {
 
 // Embedded by the user in its own operation record; the wheel never owns it.
 // An entry must stay at the same address while linked.
 struct WheelEntry {
-  // Invariant while linked: `prev` is the previous entry of the slot's list,
-  // or this entry itself if it is the first; `next` is the following entry or
-  // nullptr. Both are nullptr while unlinked.
-  WheelEntry* prev = nullptr;
-  WheelEntry* next = nullptr;
+  // In the list of the slot of target_tick while linked.
+  ListLinks<WheelEntry> links;
   // The tick of the entry's deadline; set by TimeoutWheel::insert().
   std::uint64_t deadline_tick = 0;
   // The tick whose slot holds the entry: deadline_tick, or the horizon while
   // that is beyond it.
   std::uint64_t target_tick = 0;
 
-  bool linked() const { return prev != nullptr; }
+  bool linked() const { return links.prev != nullptr; }
 };
 
 // Worker-affine: not thread-safe. Every call, including on_expired callbacks
@@ -52,8 +50,8 @@ class TimeoutWheel {
 
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 20;
 
-  // Throws std::invalid_argument (see validate()). Allocates one pointer per
-  // slot plus one bit per slot.
+  // Throws std::invalid_argument (see validate()). Allocates one pointer (a
+  // list) per slot plus one bit per slot.
   TimeoutWheel(std::chrono::nanoseconds tick, std::chrono::nanoseconds horizon,
                Clock::time_point start);
   TimeoutWheel(const TimeoutWheel&) = delete;
@@ -81,11 +79,11 @@ class TimeoutWheel {
   // expires, in tick order, every entry whose deadline's tick is at or before
   // it: each is unlinked and then passed to `on_expired(WheelEntry*)`. An
   // entry held at the horizon whose tick is still ahead moves to the new
-  // horizon instead. The callback may
-  // insert and remove entries, including ones in the slot being drained; what it
-  // inserts gets a target after the new current tick, so it does not expire in
-  // this call. The callback must not call advance(), and must not throw
-  // (advance() is noexcept, so an exception terminates).
+  // horizon instead. The callback may insert and remove entries, including
+  // ones in the slot being visited; what it inserts gets a target after the
+  // new current tick, so it does not expire in this call. The callback must
+  // not call advance(), and must not throw (advance() is noexcept, so an
+  // exception terminates).
   template <class F>
   void advance(Clock::time_point now, F&& on_expired) noexcept;
 
@@ -109,7 +107,8 @@ class TimeoutWheel {
   // The offset from `from` (a slot index) of the first occupied slot among the
   // `count` slots starting there (wrapping), or `count` if none is occupied.
   std::uint64_t find_occupied(std::uint64_t from, std::uint64_t count) const;
-  void link_front(WheelEntry*& head, WheelEntry* e) noexcept;
+  // Links `e` into the slot of its target_tick.
+  void link(WheelEntry* e) noexcept;
   void set_bit(std::uint64_t slot) { bits_[slot / 64] |= std::uint64_t{1} << (slot % 64); }
   void clear_bit(std::uint64_t slot) { bits_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64)); }
 
@@ -120,18 +119,17 @@ class TimeoutWheel {
   const std::uint64_t slots_;
   const std::uint64_t mask_;
   // Outside advance(): every linked entry has current_tick_ < target_tick <=
-  // current_tick_ + mask_, and lives in heads_[target_tick & mask_].
+  // current_tick_ + mask_. Always: a linked entry is in lists_[target_tick & mask_].
   std::uint64_t current_tick_ = 0;
-  // First entry of each slot's list.
-  std::vector<WheelEntry*> heads_;
-  // Invariant: bit s is set iff heads_[s] != nullptr.
+  using List = IntrusiveList<WheelEntry, &WheelEntry::links>;
+  std::vector<List> lists_;
+  // Invariant outside advance(): bit s is set iff lists_[s] is not empty.
   std::vector<std::uint64_t> bits_;
-  // During advance(), the rest of the slot being drained, detached from heads_
-  // so that entries the callback inserts are not visited again; remove() may
-  // unlink from it. nullptr otherwise.
-  WheelEntry* draining_ = nullptr;
+  // During advance(), the next entry of the slot being visited; remove() moves
+  // it on past an entry it unlinks. nullptr otherwise.
+  WheelEntry* cursor_ = nullptr;
   bool advancing_ = false;
-  // Number of linked entries, including those still in draining_.
+  // Number of linked entries.
   std::size_t size_ = 0;
   // Invariant: if min_valid_, min_tick_ is the smallest target of any linked
   // entry. Recomputed lazily by next_deadline().
@@ -162,31 +160,30 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
     const std::uint64_t slot = (first + offset) & mask_;
     const std::uint64_t slot_tick = prev + 1 + offset;  // the tick this visit stands for
     ++offset;
-    draining_ = heads_[slot];
-    heads_[slot] = nullptr;
-    clear_bit(slot);
-    // Pop from the front each time: the callback may unlink any entry of
-    // draining_ (remove() keeps draining_ pointing at the rest).
-    while (WheelEntry* e = draining_) {
-      draining_ = e->next;
-      if (draining_ != nullptr) draining_->prev = draining_;
-      // Held at an earlier horizon, or inserted by a callback earlier in this
-      // call for a later revolution: on to its deadline's slot, or to the new
-      // horizon. A deadline's slot that this call still visits takes it in
-      // tick order; past the ticks it visits (a jump of more than a
-      // revolution) it expires now, as late as the rest of such a jump.
+    // The slot holds this tick's entries and, already linked in front of the
+    // cursor or left in place, entries of later ticks (targets after cur):
+    // those stay. An entry of this tick held at an earlier horizon, or moved
+    // on earlier in this call, goes on to its deadline's slot or to the new
+    // horizon. A deadline's slot that this call still visits takes it in tick
+    // order; past the ticks it visits (a jump of more than a revolution) it
+    // expires now, as late as the rest of such a jump.
+    List& list = lists_[slot];
+    cursor_ = list.front();
+    while (WheelEntry* e = cursor_) {
+      cursor_ = List::next(e);
+      if (e->target_tick > cur) continue;
+      SPINDLE_DCHECK(e->target_tick == slot_tick);
+      list.remove(e);
       const std::uint64_t target = std::min(e->deadline_tick, cur + mask_);
       if (e->deadline_tick <= slot_tick || (target <= cur && target >= prev + 1 + count)) {
-        e->prev = nullptr;
-        e->next = nullptr;
         --size_;
         on_expired(e);
       } else {
         e->target_tick = target;
-        link_front(heads_[target & mask_], e);
-        set_bit(target & mask_);
+        link(e);
       }
     }
+    if (list.empty()) clear_bit(slot);
   }
   advancing_ = false;
   if (min_valid_ && min_tick_ <= cur) min_valid_ = false;

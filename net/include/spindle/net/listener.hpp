@@ -2,8 +2,10 @@
 #pragma once
 
 #include <limits>
+#include <utility>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/unique_fd.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/stream.hpp"
 #include "spindle/net/timeout.hpp"
@@ -29,11 +31,6 @@ class TcpListener {
  public:
   // Not listening: accept() fails with errc::closed.
   TcpListener() noexcept = default;
-  TcpListener(TcpListener&& o) noexcept;
-  TcpListener& operator=(TcpListener&& o) noexcept;
-  TcpListener(const TcpListener&) = delete;
-  TcpListener& operator=(const TcpListener&) = delete;
-  ~TcpListener();
 
   // socket, SO_REUSEADDR, bind, listen — inline, no fiber needed. Port 0
   // picks a free port (see local_addr()). Errors: the errno, e.g.
@@ -53,14 +50,14 @@ class TcpListener {
 
   Result<SocketAddress> local_addr() const;
 
-  bool is_open() const noexcept { return fd_ >= 0; }
-  int native_handle() const noexcept { return fd_; }
+  bool is_open() const noexcept { return bool(fd_); }
+  int native_handle() const noexcept { return fd_.get(); }
   // No accept may be in flight.
   void close() noexcept;
 
  private:
-  explicit TcpListener(int fd) noexcept : fd_(fd) {}
-  int fd_ = -1;
+  explicit TcpListener(UniqueFd fd) noexcept : fd_(std::move(fd)) {}
+  UniqueFd fd_;
 };
 
 }  // namespace spindle::net

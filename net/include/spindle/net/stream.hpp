@@ -10,8 +10,10 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/unique_fd.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/timeout.hpp"
 
@@ -52,8 +54,6 @@ class TcpStream {
   TcpStream() noexcept = default;
   TcpStream(TcpStream&& o) noexcept;
   TcpStream& operator=(TcpStream&& o) noexcept;
-  TcpStream(const TcpStream&) = delete;
-  TcpStream& operator=(const TcpStream&) = delete;
   // Closes the socket (see close()).
   ~TcpStream();
 
@@ -110,8 +110,8 @@ class TcpStream {
   // TCP_NODELAY (on by default through Config::tcp_nodelay).
   Result<void> set_nodelay(bool on) noexcept;
 
-  bool is_open() const noexcept { return fd_ >= 0; }
-  int native_handle() const noexcept { return fd_; }
+  bool is_open() const noexcept { return bool(fd_); }
+  int native_handle() const noexcept { return fd_.get(); }
 
   // Closes the socket now (with Config::zero_linger that resets the
   // connection). No operation of this stream may be in flight.
@@ -119,14 +119,14 @@ class TcpStream {
 
  private:
   friend class TcpListener;
-  TcpStream(int fd, const SocketAddress& peer) noexcept : fd_(fd), peer_(peer) {}
+  TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept : fd_(std::move(fd)), peer_(peer) {}
 
   Result<std::size_t> read_some(std::byte* out, std::size_t len, Deadline deadline);
   Result<std::size_t> recv_into(std::byte* out, std::size_t len, Deadline deadline);
   void ensure_buffer();
   Result<void> send_all(const std::byte* data, std::size_t len, Deadline deadline);
 
-  int fd_ = -1;
+  UniqueFd fd_;
   SocketAddress peer_;
   // The read buffer: bytes [pos_, end_) of buf_ are buffered, cap_ its size.
   // Invariant: pos_ <= end_ <= cap_; all zero until the first read.

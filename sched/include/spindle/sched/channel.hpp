@@ -129,8 +129,23 @@ class Channel {
         });
     return out;
   }
-  static Result<void> send_failure(detail::WakeReason r) {
-    return failure(r == detail::WakeReason::kAborted ? errc::aborted : errc::timed_out);
+  // Parks the caller in `q` with `slot` until a hand-over ({}), close
+  // (errc::closed), the deadline (errc::timed_out) or abort (errc::aborted).
+  // Returns with lock_ released.
+  Result<void> park(detail::WaitQueue& q, Slot& slot, Deadline deadline, const char* what)
+      SPINDLE_RELEASE(lock_) {
+    detail::WaitNode node;
+    node.data = &slot;
+    switch (detail::wait_in(q, node, lock_, deadline, detail::ParkKind::kInterruptible, what)) {
+      case detail::WakeReason::kNotified:
+        if (slot.status == Status::kClosed) return failure(errc::closed);
+        return {};
+      case detail::WakeReason::kTimedOut:
+        return failure(errc::timed_out);
+      case detail::WakeReason::kAborted:
+        break;
+    }
+    return failure(errc::aborted);
   }
 
   const std::size_t capacity_;
@@ -160,15 +175,7 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
   }
   Slot slot;
   slot.value.emplace(std::move(value));
-  detail::WaitNode node;
-  node.data = &slot;
-  const auto reason = detail::wait_in(senders_, node, lock_, deadline,
-                                      detail::ParkKind::kInterruptible, "channel send");
-  if (reason == detail::WakeReason::kNotified) {
-    if (slot.status == Status::kClosed) return failure(errc::closed);
-    return {};
-  }
-  return send_failure(reason);
+  return park(senders_, slot, deadline, "channel send");
 }
 
 template <class T>
@@ -195,15 +202,8 @@ Result<T> Channel<T>::recv_until(Deadline deadline) {
     return failure(errc::closed);
   }
   Slot slot;
-  detail::WaitNode node;
-  node.data = &slot;
-  const auto reason = detail::wait_in(receivers_, node, lock_, deadline,
-                                      detail::ParkKind::kInterruptible, "channel recv");
-  if (reason == detail::WakeReason::kNotified) {
-    if (slot.status == Status::kClosed) return failure(errc::closed);
-    return std::move(*slot.value);
-  }
-  return failure(reason == detail::WakeReason::kAborted ? errc::aborted : errc::timed_out);
+  if (auto r = park(receivers_, slot, deadline, "channel recv"); !r) return failure(r.error());
+  return std::move(*slot.value);
 }
 
 template <class T>

@@ -18,12 +18,12 @@ namespace spindle {
 class CondVar {
  public:
   CondVar() = default;
-  CondVar(const CondVar&) = delete;
-  CondVar& operator=(const CondVar&) = delete;
 
   // Returns {} when notified (or spuriously), errc::aborted if the fiber is aborted.
   // Suspends: until notified or aborted.
-  Result<void> wait(std::unique_lock<Mutex>& lock);
+  Result<void> wait(std::unique_lock<Mutex>& lock) {
+    return detail::untimed(wait_until(lock, kNoDeadline));
+  }
 
   // Waits until pred() holds. errc::aborted if the fiber is aborted first.
   // Suspends: until pred() holds or abort.

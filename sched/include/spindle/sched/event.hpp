@@ -17,8 +17,6 @@ namespace spindle {
 class Event {
  public:
   Event() = default;
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
 
   void set() noexcept;
   void reset() noexcept;
@@ -26,7 +24,7 @@ class Event {
 
   // errc::aborted if the fiber is aborted before the event is set.
   // Suspends: until set or abort.
-  Result<void> wait();
+  Result<void> wait() { return detail::untimed(wait_until(kNoDeadline)); }
   // true if set, false if the deadline passed first; errc::aborted.
   // Suspends: until set, the deadline, or abort.
   Result<bool> wait_until(Deadline deadline);

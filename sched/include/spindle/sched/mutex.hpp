@@ -15,8 +15,6 @@ namespace spindle {
 class Mutex {
  public:
   Mutex() = default;
-  Mutex(const Mutex&) = delete;
-  Mutex& operator=(const Mutex&) = delete;
 
   // Abort does not end this wait: lock() always returns holding the mutex.
   // Suspends: until the mutex is handed over.

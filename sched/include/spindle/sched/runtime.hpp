@@ -101,7 +101,7 @@ class Runtime {
     auto scheduler = detail::make_scheduler(config_);
     struct Clear {
       detail::LiveScheduler& live;
-      ~Clear() { live.clear(); }
+      ~Clear() { live.store({}); }
     } clear{live_};
     metrics_.attach(*scheduler);
     auto* fiber = new detail::FiberImpl<std::decay_t<F>, T>(*scheduler, std::forward<F>(root));
@@ -130,7 +130,7 @@ class Runtime {
   // RuntimeHandle::dump() while run() runs, from any other thread; empty
   // otherwise.
   std::string dump() const {
-    auto s = live_.get();
+    auto s = live_.load().lock();
     return s ? detail::dump(*s) : std::string();
   }
 

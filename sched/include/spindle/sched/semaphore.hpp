@@ -17,12 +17,10 @@ namespace spindle {
 class Semaphore {
  public:
   explicit Semaphore(std::size_t permits = 0) noexcept : permits_(permits) {}
-  Semaphore(const Semaphore&) = delete;
-  Semaphore& operator=(const Semaphore&) = delete;
 
   // Takes one permit. errc::aborted if the fiber is aborted first.
   // Suspends: until a permit is available.
-  Result<void> acquire();
+  Result<void> acquire() { return detail::untimed(acquire_until(kNoDeadline)); }
   // true with a permit, false if the deadline passed first; errc::aborted.
   // Suspends: until a permit, the deadline, or abort.
   Result<bool> acquire_until(Deadline deadline);

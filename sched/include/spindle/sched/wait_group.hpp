@@ -17,8 +17,6 @@ namespace spindle {
 class WaitGroup {
  public:
   explicit WaitGroup(std::int64_t count = 0) noexcept : count_(count) {}
-  WaitGroup(const WaitGroup&) = delete;
-  WaitGroup& operator=(const WaitGroup&) = delete;
 
   void add(std::int64_t n = 1) noexcept;
   void done() noexcept { add(-1); }
@@ -26,7 +24,7 @@ class WaitGroup {
 
   // errc::aborted if the fiber is aborted before the count reaches zero.
   // Suspends: until the count is zero.
-  Result<void> wait();
+  Result<void> wait() { return detail::untimed(wait_until(kNoDeadline)); }
   // true at zero, false if the deadline passed first; errc::aborted.
   // Suspends: until zero, the deadline, or abort.
   Result<bool> wait_until(Deadline deadline);

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "spindle/base/thread_mutex.hpp"
+#include "spindle/base/guarded_cell.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
 
@@ -32,7 +32,9 @@ Scheduler* current_scheduler() noexcept;
 
 // Creates the scheduler for one Runtime::run (no threads or rings yet).
 std::shared_ptr<Scheduler> make_scheduler(const Config& config);
-class LiveScheduler;
+// Runtime's view of its running scheduler, for calls from other threads
+// while run() runs (empty otherwise). Copying a Runtime does not copy it.
+using LiveScheduler = GuardedCell<std::weak_ptr<Scheduler>>;
 // Runs `root` as worker 0's root fiber until it ends and shutdown completes;
 // `live` (if set) is given the scheduler once the root's node exists.
 // Rethrows the first failure (see Config::catch_exceptions) after shutdown.
@@ -44,35 +46,6 @@ Stopper& stopper(Scheduler& scheduler) noexcept;
 bool accepting(const Scheduler& scheduler) noexcept;
 // RuntimeHandle::dump().
 std::string dump(Scheduler& scheduler);
-
-// Runtime's view of its running scheduler, for calls from other threads
-// while run() runs. Thread-safe. Copying a Runtime does not copy it.
-class LiveScheduler {
- public:
-  LiveScheduler() noexcept = default;
-  LiveScheduler(const LiveScheduler&) noexcept {}
-  LiveScheduler& operator=(const LiveScheduler&) noexcept { return *this; }
-
-  void set(const std::shared_ptr<Scheduler>& s) noexcept {
-    ThreadLock lock(mutex_);
-    current_ = s;
-  }
-  void clear() noexcept {
-    ThreadLock lock(mutex_);
-    current_.reset();
-  }
-  // The scheduler while run() runs, else null.
-  std::shared_ptr<Scheduler> get() const noexcept {
-    ThreadLock lock(mutex_);
-    return current_.lock();
-  }
-
- private:
-  // A mutex rather than std::atomic<std::weak_ptr>: libstdc++ 12's lock bit
-  // inside the pointer is invisible to TSan.
-  mutable ThreadMutex mutex_;
-  std::weak_ptr<Scheduler> current_ SPINDLE_GUARDED_BY(mutex_);
-};
 
 // Admits a new fiber under `parent` and queues it. If the runtime is shutting
 // down or `parent` is aborted, the fiber completes as aborted and its body

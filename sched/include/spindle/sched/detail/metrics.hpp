@@ -9,11 +9,12 @@
 #include <prometheus/histogram.h>
 
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "spindle/base/guarded_cell.hpp"
 
 namespace spindle::detail {
 
@@ -57,21 +58,13 @@ std::string metrics_text(Scheduler& scheduler);
 // starts empty: it belongs to another Runtime.
 class MetricsCell {
  public:
-  MetricsCell() noexcept = default;
-  MetricsCell(const MetricsCell&) noexcept {}
-  MetricsCell& operator=(const MetricsCell&) noexcept { return *this; }
-  ~MetricsCell();
-
   // Runtime::run, before the root starts: from now on text() reads `scheduler`'s.
   void attach(Scheduler& scheduler) noexcept;
   // Empty before the first run.
   std::string text() const;
 
  private:
-  // A mutex rather than std::atomic<std::shared_ptr>: libstdc++ 12's lock bit
-  // inside the pointer is invisible to TSan.
-  mutable std::mutex mutex_;
-  std::shared_ptr<Metrics> metrics_;  // guarded by mutex_
+  GuardedCell<std::shared_ptr<Metrics>> metrics_;
 };
 
 }  // namespace spindle::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "spindle/base/intrusive_list.hpp"
 #include "spindle/base/thread_annotations.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 
@@ -122,13 +123,12 @@ class Node {
   // change (the adopting node's, detach_all()'s `parent`'s) is parent_->lock_.
   std::uint32_t children_ SPINDLE_GUARDED_BY(lock_) = 0;  // linked children
   std::atomic<bool> aborted_{false};                      // written under lock_; read anywhere
-  SpinLock lock_;           // guards the child list below (see lock())
-  bool linked_ = false;     // guarded by parent_->lock_
-  Node* parent_ = nullptr;  // set by adopt(); kept alive while this node is linked
-  Node* first_child_ SPINDLE_GUARDED_BY(lock_) = nullptr;
-  Node* prev_sibling_ = nullptr;  // guarded by parent_->lock_
-  Node* next_sibling_ = nullptr;  // guarded by parent_->lock_
-  Node* work_next_ = nullptr;     // abort_tree's work list; owned by the aborting thread
+  SpinLock lock_;             // guards the child list below (see lock())
+  Node* parent_ = nullptr;    // set by adopt(); kept alive while this node is linked
+  ListLinks<Node> siblings_;  // in parent_->child_list_; guarded by parent_->lock_
+  using ChildList = IntrusiveList<Node, &Node::siblings_>;
+  ChildList child_list_ SPINDLE_GUARDED_BY(lock_);
+  Node* work_next_ = nullptr;  // abort_tree's work list; owned by the aborting thread
   std::atomic<std::uint32_t> refs_{1};
 };
 

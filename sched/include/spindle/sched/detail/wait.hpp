@@ -35,7 +35,7 @@ enum class ParkKind : std::uint64_t {
 // scheduler) or a plain thread (woken through a futex). Lives on the waiter's
 // stack for the length of one wait.
 //
-// Invariant: the links and `linked` are guarded by the owning primitive's lock.
+// Invariant: the links are guarded by the owning primitive's lock.
 struct WaitNode {
   WaitNode() noexcept;  // for the calling fiber, or the calling thread outside a fiber
 
@@ -46,32 +46,22 @@ struct WaitNode {
   bool notify(WakeReason reason = WakeReason::kNotified) noexcept;
 
   ListLinks<WaitNode> links;
-  bool linked = false;
   Fiber* fiber = nullptr;                      // null for a thread waiter
   std::uint64_t epoch = 0;                     // the fiber park this node waits in
   std::atomic<std::uint32_t> thread_state{0};  // thread waiter: 0 waiting, else 1 + WakeReason
   void* data = nullptr;                        // the primitive's payload (e.g. a channel slot)
 };
 
-// A FIFO of WaitNodes that keeps each node's `linked`. Not thread-safe:
-// guarded by its owner's lock.
+// A FIFO of WaitNodes. Not thread-safe: guarded by its owner's lock.
 class WaitQueue {
  public:
   bool empty() const noexcept { return nodes_.empty(); }
   WaitNode* front() const noexcept { return nodes_.front(); }
-  void push_back(WaitNode* n) noexcept {
-    nodes_.push_back(n);
-    n->linked = true;
-  }
-  WaitNode* pop_front() noexcept {
-    WaitNode* n = nodes_.pop_front();
-    if (n) n->linked = false;
-    return n;
-  }
-  void remove(WaitNode* n) noexcept {  // n must be linked here
-    nodes_.remove(n);
-    n->linked = false;
-  }
+  void push_back(WaitNode* n) noexcept { nodes_.push_back(n); }
+  WaitNode* pop_front() noexcept { return nodes_.pop_front(); }
+  void remove(WaitNode* n) noexcept { nodes_.remove(n); }  // n must be linked here
+  // Whether `n` is in a queue; read under that queue's lock.
+  static bool linked(const WaitNode* n) noexcept { return List::linked(n); }
 
   // Pops nodes until one accepts notify(reason); returns it, or null.
   WaitNode* notify_one(WakeReason reason = WakeReason::kNotified) noexcept;
@@ -118,6 +108,32 @@ bool current_aborted() noexcept;
 inline Result<bool> timed_result(WakeReason r) noexcept {
   if (r == WakeReason::kAborted) return failure(errc::aborted);
   return r == WakeReason::kNotified;
+}
+
+// A timed wait's result for its untimed form, which cannot time out.
+inline Result<void> untimed(const Result<bool>& r) noexcept {
+  if (!r) return failure(r.error());
+  return {};
+}
+
+// The wait of a primitive whose own state says whether to block. Checks abort
+// first (errc::aborted). Then, under `lock`, `take()` (annotated
+// SPINDLE_REQUIRES of the lock) looks at the state and takes what the caller
+// waits for if it is there: true ends the call with true. Otherwise the caller
+// waits in `queue` until a notifier hands it over (true), `deadline` (false) or
+// abort (errc::aborted). Returns with `lock` released.
+// Suspends: unless take() succeeds.
+template <class Take>
+Result<bool> wait_unless(WaitQueue& queue, SpinLock& lock, Deadline deadline, const char* what,
+                         Take take) SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
+  if (current_aborted()) return failure(errc::aborted);
+  lock.lock();
+  if (take()) {
+    lock.unlock();
+    return true;
+  }
+  WaitNode node;
+  return timed_result(wait_in(queue, node, lock, deadline, ParkKind::kInterruptible, what));
 }
 
 }  // namespace detail
