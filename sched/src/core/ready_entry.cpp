@@ -5,10 +5,7 @@
 
 namespace spindle::detail {
 
-Fiber* claim_entry(ReadyEntry* e) noexcept {
-  const auto bits = reinterpret_cast<std::uintptr_t>(e);
-  auto* f = reinterpret_cast<Fiber*>(bits & ~std::uintptr_t{1});
-  if ((bits & 1) == 0) return f;
+Fiber* claim_spawned(Fiber* f) noexcept {
   bool won;
   if (f->handle_released()) {
     // No joiner can claim it any more, and one that did is seen: the entry

@@ -35,9 +35,16 @@ inline bool is_spawn_entry(const ReadyEntry* e) noexcept {
   return (reinterpret_cast<std::uintptr_t>(e) & 1) != 0;
 }
 
+// claim_entry() of a spawn entry, whose tag is already cleared from `f`.
+Fiber* claim_spawned(Fiber* f) noexcept;
+
 // The fiber to run for entry `e`, or null when `e` is a spawn entry whose
 // fiber a joiner claimed first (the entry's reference is dropped then).
 // Called by whoever took `e` from its queue.
-Fiber* claim_entry(ReadyEntry* e) noexcept;
+inline Fiber* claim_entry(ReadyEntry* e) noexcept {
+  const auto bits = reinterpret_cast<std::uintptr_t>(e);
+  auto* f = reinterpret_cast<Fiber*>(bits & ~std::uintptr_t{1});
+  return (bits & 1) == 0 ? f : claim_spawned(f);
+}
 
 }  // namespace spindle::detail
