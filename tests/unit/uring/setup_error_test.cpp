@@ -2,20 +2,16 @@
 // kernel probe explain the likely cause. A forked child blocks io_uring_setup
 // with a seccomp filter (as container runtimes do) and checks the messages.
 
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
-#include <cstddef>
 #include <stdexcept>
 #include <string>
 #include <system_error>
 
+#include "seccomp.hpp"
 #include "skip.hpp"
 #include "spindle/uring/probe.hpp"
 #include "spindle/uring/ring.hpp"
@@ -25,26 +21,13 @@ namespace {
 
 constexpr int kNoSeccomp = 3;
 
-// Makes io_uring_setup fail with EPERM in this process from now on.
-bool block_io_uring_setup() {
-  sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  sock_fprog prog{static_cast<unsigned short>(sizeof(filter) / sizeof(filter[0])), filter};
-  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
-         ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
-}
-
 bool mentions(const char* what, const char* needle) {
   return std::string(what).find(needle) != std::string::npos;
 }
 
 // Exit status of the child: 0 if both messages are right.
 int child_main() {
-  if (!block_io_uring_setup()) return kNoSeccomp;
+  if (!test::block_io_uring_setup()) return kNoSeccomp;
   int status = 0;
   try {
     Ring ring(RingOptions{.entries = 8});
