@@ -6,35 +6,6 @@
 
 namespace spindle::detail {
 
-bool arm_park(Fiber& f, std::uint64_t epoch, ParkKind kind) noexcept {
-  std::uint64_t w = f.wake_word.load(std::memory_order_relaxed);
-  for (;;) {
-    const std::uint64_t flag = w & kParkAborted;
-    if (flag && kind == ParkKind::kInterruptible) return false;
-    // seq_cst; pairs with the fetch_or in deliver_abort (one of the two is first).
-    if (f.wake_word.compare_exchange_weak(w, park_word(epoch, kind) | flag,
-                                          std::memory_order_seq_cst, std::memory_order_relaxed)) {
-      return true;
-    }
-  }
-}
-
-bool claim_park(Fiber& f, std::uint64_t epoch, WakeReason reason) noexcept {
-  // acquire; pairs with the seq_cst arm in arm_park.
-  std::uint64_t w = f.wake_word.load(std::memory_order_acquire);
-  for (;;) {
-    if (park_epoch(w) != epoch) return false;
-    const ParkKind kind = park_kind(w);
-    if (kind == ParkKind::kNone || kind == ParkKind::kIo) return false;
-    if (reason == WakeReason::kAborted && kind != ParkKind::kInterruptible) return false;
-    // acq_rel; pairs with the arm, and with other claimers of this epoch.
-    if (f.wake_word.compare_exchange_weak(w, w & ~kParkKindMask, std::memory_order_acq_rel,
-                                          std::memory_order_acquire)) {
-      return true;
-    }
-  }
-}
-
 void end_io_park(Fiber& f) noexcept {
   const std::uint64_t w = f.wake_word.load(std::memory_order_relaxed);
   // release; pairs with the acquire loads of claimers (who all see kNone now)

@@ -77,7 +77,18 @@ constexpr ParkKind park_kind(std::uint64_t word) noexcept {
 // kInterruptible and the fiber was aborted first (then nothing is armed and
 // no waker can claim the park: the caller makes the fiber ready). Called by
 // the worker that `f` switched away from.
-bool arm_park(Fiber& f, std::uint64_t epoch, ParkKind kind) noexcept;
+inline bool arm_park(Fiber& f, std::uint64_t epoch, ParkKind kind) noexcept {
+  std::uint64_t w = f.wake_word.load(std::memory_order_relaxed);
+  for (;;) {
+    const std::uint64_t flag = w & kParkAborted;
+    if (flag && kind == ParkKind::kInterruptible) return false;
+    // seq_cst; pairs with the fetch_or in deliver_abort (one of the two is first).
+    if (f.wake_word.compare_exchange_weak(w, park_word(epoch, kind) | flag,
+                                          std::memory_order_seq_cst, std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+}
 
 // Whether park `epoch` of `f` is still armed (not yet claimed or ended). Any
 // thread; a snapshot.
@@ -90,7 +101,21 @@ inline bool park_waiting(const Fiber& f, std::uint64_t epoch) noexcept {
 // Step 4. Claims park `epoch` of `f` for `reason`; false if that park already
 // ended or is not of a kind `reason` may end. The winner owns `f`'s run
 // right. Any thread.
-bool claim_park(Fiber& f, std::uint64_t epoch, WakeReason reason) noexcept;
+inline bool claim_park(Fiber& f, std::uint64_t epoch, WakeReason reason) noexcept {
+  // acquire; pairs with the seq_cst arm in arm_park.
+  std::uint64_t w = f.wake_word.load(std::memory_order_acquire);
+  for (;;) {
+    if (park_epoch(w) != epoch) return false;
+    const ParkKind kind = park_kind(w);
+    if (kind == ParkKind::kNone || kind == ParkKind::kIo) return false;
+    if (reason == WakeReason::kAborted && kind != ParkKind::kInterruptible) return false;
+    // acq_rel; pairs with the arm, and with other claimers of this epoch.
+    if (f.wake_word.compare_exchange_weak(w, w & ~kParkKindMask, std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+      return true;
+    }
+  }
+}
 
 // Step 5. Ends the kIo park of `f` for its operation's completion. On the
 // worker whose ring held the operation.
