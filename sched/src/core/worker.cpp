@@ -117,7 +117,7 @@ void Worker::put_queue(ReadyEntry* e) noexcept {
       e, [&s](ReadyEntry** items, std::size_t n) { s.global.push(items, n); });
 }
 
-inline bool Worker::stealable_after_put() noexcept {
+bool Worker::stealable_after_put() noexcept {
   Scheduler& s = scheduler();
   if (s.workers.size() == 1) return false;
   if (remote_.run_queue_.is_stealable()) return true;

@@ -151,7 +151,7 @@ class Worker {
   void put_queue(ReadyEntry* e) noexcept;
   // After put_queue(): whether the run queue is worth a parked worker's
   // wake to steal from it. When it is not, wakes one to watch if none does.
-  bool stealable_after_put() noexcept;
+  inline bool stealable_after_put() noexcept;
   // put_queue(), then a parked worker woken only if one is seen idle without
   // a fence (put() of an unpinned fiber, a share of the global queue).
   void put_ready(ReadyEntry* e) noexcept;
