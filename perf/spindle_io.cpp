@@ -1,9 +1,8 @@
-// The I/O workloads on spindle: ring operations issued through io_op, the
-// primitive net/ and storage/ build on (one SQE on the worker's ring, the
-// fiber parked until its CQE).
+// The I/O workloads on spindle: operations issued through spindle::io, the
+// calls net/ and storage/ build on (one operation on the worker's backend,
+// the fiber parked until it completes).
 
 #include <fcntl.h>
-#include <liburing.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -36,14 +35,14 @@ struct Pipes {
   }
 };
 
-Result<int> read_byte(int fd, unsigned char& b) {
-  return io_op([fd, &b](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, &b, 1, 0); });
+Result<std::size_t> read_byte(int fd, unsigned char& b) {
+  return io::read(fd, std::as_writable_bytes(std::span(&b, 1)), 0);
 }
 
-Result<int> write_byte(int fd, const unsigned char& b) {
+Result<std::size_t> write_byte(int fd, const unsigned char& b) {
   // A write is never cancelled (it always finishes), as in the demo's write_all.
-  return io_op([fd, &b](io_uring_sqe* sqe) noexcept { io_uring_prep_write(sqe, fd, &b, 1, 0); },
-               {.cancellable = false});
+  const iovec v{const_cast<unsigned char*>(&b), 1};
+  return io::write(fd, std::span(&v, 1), 0, 0, {.cancellable = false});
 }
 
 }  // namespace
@@ -60,8 +59,7 @@ Row spindle_nop(const Params& p, std::size_t fibers) {
       hs.push_back(spindle::spawn([per_fiber] {
         std::uint64_t ok = 0;
         for (std::uint64_t i = 0; i < per_fiber; ++i) {
-          auto r = io_op([](io_uring_sqe* sqe) noexcept { io_uring_prep_nop(sqe); });
-          if (r && *r == 0) ++ok;
+          if (io::nop()) ++ok;
         }
         return ok;
       }));

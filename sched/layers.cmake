@@ -6,13 +6,14 @@
 #
 #   time     the clock, the timer heap, the timing wheel
 #   park     a worker thread's sleep: parker, spinner, idle set, mailbox
-#   core     workers, queues, the park word, the scheduler, the I/O seam,
-#            spawn bookkeeping and the per-worker counters
+#   core     workers, queues, the park word, the scheduler, the worker's
+#            side of the I/O seam, spawn bookkeeping and the per-worker counters
+#   io       I/O operations, how a fiber parks on one, and the backends
 #   task     the supervision tree and the calls a fiber makes about itself
 #   sync     waiting, and the primitives built on it
 #   observe  dumps, the stall detector, symbolizing, the log
 #   runtime  Runtime::run: starts and stops everything above
-set(layers time park core task sync observe runtime)
+set(layers time park core io task sync observe runtime)
 
 if(NOT DEFINED SRC)
   message(FATAL_ERROR "layers.cmake: pass -DSRC=<path of sched/src>")

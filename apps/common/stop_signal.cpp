@@ -1,6 +1,5 @@
 #include "stop_signal.hpp"
 
-#include <liburing.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -43,10 +42,7 @@ Result<int> StopSignal::wait() {
       std::fflush(stderr);
       continue;
     }
-    const int fd = fd_;
-    auto polled =
-        io_op([fd](io_uring_sqe* sqe) noexcept { io_uring_prep_poll_add(sqe, fd, POLLIN); });
-    if (!polled) return failure(polled.error());
+    if (auto polled = io::poll(fd_, POLLIN); !polled) return failure(polled.error());
   }
 }
 

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <liburing.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,31 +26,31 @@ double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-// Reads exactly buf.size() bytes from fd through the ring.
+// Reads exactly buf.size() bytes from the pipe fd.
 spindle::Result<void> read_exact(int fd, std::span<char> buf) {
   std::size_t done = 0;
   while (done < buf.size()) {
-    auto n = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-      io_uring_prep_read(sqe, fd, buf.data() + done, static_cast<unsigned>(buf.size() - done), 0);
-    });
+    auto n = spindle::io::read(fd, std::as_writable_bytes(buf.subspan(done)),
+                               spindle::io::kStreamOffset);
     if (!n) return spindle::failure(n.error());
     if (*n == 0) return spindle::failure(std::make_error_code(std::errc::broken_pipe));
-    done += static_cast<std::size_t>(*n);
+    done += *n;
   }
   return {};
 }
 
-spindle::Result<void> write_all(int fd, std::span<const char> buf, std::int64_t offset = -1) {
+// Writes all of buf at `offset` (io::kStreamOffset: a pipe). Never
+// cancelled: a write always finishes.
+spindle::Result<void> write_all(int fd, std::span<const char> buf,
+                                std::uint64_t offset = spindle::io::kStreamOffset) {
   std::size_t done = 0;
   while (done < buf.size()) {
-    auto n = spindle::io_op(
-        [&](io_uring_sqe* sqe) noexcept {
-          io_uring_prep_write(sqe, fd, buf.data() + done, static_cast<unsigned>(buf.size() - done),
-                              offset < 0 ? static_cast<__u64>(-1) : offset + done);
-        },
-        {.cancellable = false});
+    const iovec v{const_cast<char*>(buf.data() + done), buf.size() - done};
+    auto n = spindle::io::write(fd, std::span(&v, 1),
+                                offset == spindle::io::kStreamOffset ? offset : offset + done, 0,
+                                {.cancellable = false});
     if (!n) return spindle::failure(n.error());
-    done += static_cast<std::size_t>(*n);
+    done += *n;
   }
   return {};
 }
@@ -150,16 +149,13 @@ void file_io(std::size_t writers, std::size_t blocks, Summary& s) {
     hs.push_back(spindle::spawn([w, blocks, fd] {
       std::string block(kBlock, static_cast<char>('a' + w % 26));
       for (std::size_t b = 0; b < blocks; ++b) {
-        const auto off = static_cast<std::int64_t>((w * blocks + b) * kBlock);
-        if (!write_all(fd, block, off)) return false;
+        if (!write_all(fd, block, (w * blocks + b) * kBlock)) return false;
       }
       std::string check(kBlock, '\0');
       for (std::size_t b = 0; b < blocks; ++b) {
         const auto off = (w * blocks + b) * kBlock;
-        auto n = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-          io_uring_prep_read(sqe, fd, check.data(), kBlock, off);
-        });
-        if (!n || static_cast<std::size_t>(*n) != kBlock || check != block) return false;
+        auto n = spindle::io::read(fd, std::as_writable_bytes(std::span(check)), off);
+        if (!n || *n != kBlock || check != block) return false;
       }
       return true;
     }));

@@ -1,6 +1,5 @@
 #include "spindle/net/listener.hpp"
 
-#include <liburing.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -8,6 +7,7 @@
 
 #include "counters.hpp"
 #include "socket_ops.hpp"
+#include "spindle/sched/io.hpp"
 
 namespace spindle::net {
 
@@ -36,11 +36,8 @@ Result<TcpStream> TcpListener::accept(Timeout timeout) {
   for (;;) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
-    auto prepare = [&](io_uring_sqe* sqe) noexcept {
-      len = sizeof peer;
-      io_uring_prep_accept(sqe, fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC);
-    };
-    auto r = detail::ring_op(prepare, deadline);
+    auto r = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC,
+                        {.deadline = deadline});
     if (!r) {
       // The connection was reset while it waited in the queue: take the next.
       if (r.error() == std::errc::connection_aborted) continue;

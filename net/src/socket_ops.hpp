@@ -1,24 +1,15 @@
-// Private helpers shared by the listener and the stream: the ring call with
-// a deadline, socket options from Config, and a socket's local address.
+// Private helpers shared by the listener and the stream: the default
+// deadline of a read or write, socket options from Config, and a socket's
+// local address.
 #pragma once
-
-#include <chrono>
-#include <utility>
 
 #include "spindle/base/result.hpp"
 #include "spindle/net/address.hpp"
 #include "spindle/net/timeout.hpp"
 #include "spindle/sched/config.hpp"
-#include "spindle/sched/io.hpp"
 #include "spindle/sched/runtime.hpp"
 
 namespace spindle::net::detail {
-
-// io_op(prepare) with `deadline`, cancellable.
-template <class Prepare>
-Result<int> ring_op(Prepare& prepare, Deadline deadline) {
-  return io_op(prepare, IoOptions{.deadline = deadline, .cancellable = true});
-}
 
 inline Deadline read_write_deadline(const Timeout& t) {
   return t.deadline(current_config().read_write_timeout);

@@ -1,8 +1,8 @@
-// TcpStream: reads and writes as RECV/SEND/SENDMSG on the calling worker's
-// ring through io_op, so each call parks only its fiber, the SQEs of a turn
-// go to the kernel in one io_uring_enter, and a timeout or abort cancels the
-// operation and waits for its CQE before the call returns (the kernel never
-// writes into a buffer after its call returned).
+// TcpStream: reads and writes as io::recv/send/sendmsg on the calling
+// worker's I/O backend, so each call parks only its fiber, and a timeout or
+// abort cancels the operation and waits for the cancellation to be confirmed
+// before the call returns (the kernel never writes into a buffer after its
+// call returned).
 //
 // Poisoning follows the reference: a read or write that fails may have moved
 // part of its bytes (a partial send before the timeout, buffered bytes
@@ -11,7 +11,6 @@
 
 #include "spindle/net/stream.hpp"
 
-#include <liburing.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -24,14 +23,15 @@
 
 #include "counters.hpp"
 #include "socket_ops.hpp"
+#include "spindle/sched/io.hpp"
 
 namespace spindle::net {
 namespace {
 
-// One SQE moves at most this much (its length field is 32 bits); longer
-// calls loop.
+// One operation moves at most this much (io::recv and io::send cap there);
+// longer calls loop.
 constexpr std::size_t kMaxOpBytes = std::size_t{1} << 30;
-// iovecs per SENDMSG; longer writev calls loop.
+// iovecs per sendmsg; longer writev calls loop.
 constexpr std::size_t kIovBatch = 64;
 // A read into at least this much of the caller's memory skips the stream's
 // buffer while the socket is being drained (see read_some).
@@ -85,11 +85,8 @@ Result<TcpStream> TcpStream::connect(const SocketAddress& peer, Timeout timeout)
   const Deadline deadline = timeout.deadline(config.connect_timeout);
   UniqueFd fd(::socket(peer.family(), SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP));
   if (!fd) return errno_failure(errno);
-  auto prepare = [&](io_uring_sqe* sqe) noexcept {
-    io_uring_prep_connect(sqe, fd.get(), peer.data(), peer.size());
-  };
-  auto r = detail::ring_op(prepare, deadline);
-  if (!r) return failure(r.error());
+  if (auto r = io::connect(fd.get(), peer.data(), peer.size(), {.deadline = deadline}); !r)
+    return failure(r.error());
   detail::kOutboundConnections.add();
   detail::apply_stream_options(fd.get(), config);
   return TcpStream(std::move(fd), peer);
@@ -104,23 +101,18 @@ void TcpStream::ensure_buffer() {
 
 Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
   len = std::min(len, kMaxOpBytes);
-  const int fd = fd_.get();
   // Turn-taking (a request read whole, its reply sent): the peer has not
   // answered yet, so skip the receive attempt that would find nothing.
-  const bool poll_first = drained_ && sent_.load(std::memory_order_relaxed);
+  const bool expect_wait = drained_ && sent_.load(std::memory_order_relaxed);
   sent_.store(false, std::memory_order_relaxed);
-  auto prepare = [&](io_uring_sqe* sqe) noexcept {
-    io_uring_prep_recv(sqe, fd, out, len, 0);
-    if (poll_first) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
-  };
-  auto r = detail::ring_op(prepare, deadline);
+  auto r = io::recv(fd_.get(), {out, len}, 0, {.deadline = deadline, .expect_wait = expect_wait});
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
   }
-  drained_ = static_cast<std::size_t>(*r) < len;
-  detail::kInboundBandwidth.add(static_cast<std::size_t>(*r));
-  return static_cast<std::size_t>(*r);
+  drained_ = *r < len;
+  detail::kInboundBandwidth.add(*r);
+  return *r;
 }
 
 Result<std::size_t> TcpStream::read_some(std::byte* out, std::size_t len, Deadline deadline) {
@@ -218,18 +210,14 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
   std::size_t done = 0;
   const int fd = fd_.get();
   while (done < len) {
-    const std::byte* p = data + done;
     const std::size_t n = std::min(len - done, kMaxOpBytes);
-    auto prepare = [&](io_uring_sqe* sqe) noexcept {
-      io_uring_prep_send(sqe, fd, p, n, MSG_NOSIGNAL);
-    };
-    auto r = detail::ring_op(prepare, deadline);
+    auto r = io::send(fd, {data + done, n}, MSG_NOSIGNAL, {.deadline = deadline});
     if (!r || *r == 0) {
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());
     }
-    detail::kOutboundBandwidth.add(static_cast<std::size_t>(*r));
-    done += static_cast<std::size_t>(*r);
+    detail::kOutboundBandwidth.add(*r);
+    done += *r;
   }
   sent_.store(true, std::memory_order_relaxed);
   return {};
@@ -274,16 +262,13 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
     msghdr msg{};
     msg.msg_iov = scratch.data();
     msg.msg_iovlen = count;
-    auto prepare = [&](io_uring_sqe* sqe) noexcept {
-      io_uring_prep_sendmsg(sqe, fd, &msg, MSG_NOSIGNAL);
-    };
-    auto r = detail::ring_op(prepare, deadline);
+    auto r = io::sendmsg(fd, msg, MSG_NOSIGNAL, {.deadline = deadline});
     if (!r || *r == 0) {
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());
     }
     // Advance past the bytes sent.
-    auto sent = static_cast<std::size_t>(*r);
+    std::size_t sent = *r;
     detail::kOutboundBandwidth.add(sent);
     while (sent > 0) {
       const std::size_t left = bufs[index].iov_len - offset;

@@ -35,12 +35,11 @@ _PARK_KINDS = {0: "none", 1: "interruptible", 2: "io", 3: "uninterruptible"}
 _PARK_ABORTED = 4
 
 # sched/src/observe/dump.cpp's op_name().
-_OP_NAMES = {
-    0: "nop", 1: "readv", 2: "writev", 3: "fsync", 6: "poll", 9: "sendmsg",
-    10: "recvmsg", 11: "timeout", 13: "accept", 16: "connect", 18: "openat",
-    19: "close", 21: "statx", 22: "read", 23: "write", 26: "send", 27: "recv",
-    36: "unlinkat", 37: "mkdirat", 0xFF: "queued",
-}
+# spindle::detail::IoCode, in its order (sched/src/io/op.hpp).
+_OP_NAMES = (
+    "nop", "accept", "connect", "recv", "send", "sendmsg", "read", "write", "fsync",
+    "openat", "statx", "mkdirat", "unlinkat", "renameat", "ftruncate", "poll", "sqe",
+)
 
 _MAX_INDENT = 16
 _MAX_NODES = 1000000  # a bound on the walk, against a corrupted tree
@@ -270,12 +269,12 @@ def _fiber_state(f, running):
         return "ready" if bool(_field(f, _FIBER, "started")) else "pending (not started)"
     what = _c_string(_field(f, _FIBER, "waiting_on")) or "?"
     state = "parked (" + what
-    io_op = _u64(_field(f, _FIBER, "io_op"))
-    if kind == 2 and io_op != 0:
+    request = _u64(_field(f, _FIBER, "io_request"))
+    if kind == 2 and request != 0:
         try:
-            # IoRequest's only base is uring::Operation: the same address.
-            op = int(_field(io_op, "spindle::detail::IoRequest", "opcode")) & 0xFF
-            state += " " + _OP_NAMES.get(op, "op %d" % op)
+            op = _u64(_field(request, "spindle::detail::IoRequest", "op"))
+            code = int(_field(op, "spindle::detail::IoOp", "code"))
+            state += " " + (_OP_NAMES[code] if code < len(_OP_NAMES) else "op %d" % code)
         except gdb.error:
             pass
     return state + ")"

@@ -45,8 +45,8 @@ Result<void> Blob::read_at(std::uint64_t offset, std::span<std::byte> out, ReadO
   while (done < out.size()) {
     const bool dont_cache =
         o.dont_cache && !s.dont_cache_unsupported.load(std::memory_order_relaxed);
-    auto r = detail::read_some(s.fd.get(), out.subspan(done), pos + done,
-                               dont_cache ? detail::kRwfDontCache : 0);
+    auto r =
+        io::read(s.fd.get(), out.subspan(done), pos + done, dont_cache ? detail::kRwfDontCache : 0);
     if (!r) {
       if (dont_cache && is_eopnotsupp(r.error())) {
         s.dont_cache_unsupported.store(true, std::memory_order_relaxed);
@@ -78,13 +78,13 @@ Result<void> Blob::write_at(std::uint64_t offset, std::span<const std::byte> dat
 Result<void> Blob::write_at(std::uint64_t offset,
                             std::span<const std::span<const std::byte>> chunks,
                             WriteOptions o) const {
-  // The iovecs, none longer than one SQE may move.
+  // The iovecs, none longer than one write may move.
   std::vector<iovec> iov;
   std::uint64_t total = 0;
   for (auto c : chunks) {
     total += c.size();
-    for (std::size_t at = 0; at < c.size(); at += detail::kMaxIoChunk) {
-      const std::size_t n = std::min(c.size() - at, detail::kMaxIoChunk);
+    for (std::size_t at = 0; at < c.size(); at += io::kMaxTransfer) {
+      const std::size_t n = std::min(c.size() - at, io::kMaxTransfer);
       iov.push_back({const_cast<std::byte*>(c.data() + at), n});
     }
   }
@@ -95,7 +95,7 @@ Result<void> Blob::write_at(std::uint64_t offset,
   auto& s = *state_;
 
   std::unique_lock<Mutex> sync_guard;
-  const bool dsync_each = o.sync && iov.size() <= detail::kMaxIovecs;
+  const bool dsync_each = o.sync && iov.size() <= io::kMaxIovecs;
   if (o.sync) {
     sync_guard = std::unique_lock<Mutex>(s.sync_lock);
     if (s.sync_failure) return failure(s.sync_failure);
@@ -106,7 +106,7 @@ Result<void> Blob::write_at(std::uint64_t offset,
     const bool dont_cache =
         o.dont_cache && !s.dont_cache_unsupported.load(std::memory_order_relaxed);
     const int flags = (dsync_each ? RWF_DSYNC : 0) | (dont_cache ? detail::kRwfDontCache : 0);
-    auto r = detail::write_some(s.fd.get(), rest, pos, flags);
+    auto r = io::write(s.fd.get(), rest, pos, flags, detail::kWriteOptions);
     if (!r) {
       if (dont_cache && is_eopnotsupp(r.error())) {
         s.dont_cache_unsupported.store(true, std::memory_order_relaxed);
@@ -136,7 +136,7 @@ Result<void> Blob::write_at(std::uint64_t offset,
     }
   }
   if (o.sync && !dsync_each) {
-    if (auto r = detail::sync_file(s.fd.get(), true); !r) {
+    if (auto r = io::fsync(s.fd.get(), true); !r) {
       s.fail_sync(r.error());
       return failure(r.error());
     }
@@ -149,7 +149,7 @@ Result<void> Blob::write_at(std::uint64_t offset,
 Result<void> Blob::resize(std::uint64_t len) const {
   std::uint64_t end;
   if (!file_range(len, 0, end)) return failure(std::make_error_code(std::errc::value_too_large));
-  auto r = detail::truncate(state_->fd.get(), end);
+  auto r = io::ftruncate(state_->fd.get(), end);
   if (r) detail::kResizes.add();
   return r;
 }
@@ -158,7 +158,7 @@ Result<void> Blob::sync() const {
   auto& s = *state_;
   std::lock_guard<Mutex> guard(s.sync_lock);
   if (s.sync_failure) return failure(s.sync_failure);
-  if (auto r = detail::sync_file(s.fd.get(), true); !r) {
+  if (auto r = io::fsync(s.fd.get(), true); !r) {
     s.fail_sync(r.error());
     return failure(r.error());
   }

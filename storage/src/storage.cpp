@@ -154,7 +154,7 @@ bool valid_utf8(std::string_view s) {
 Result<std::size_t> read_head(int fd, HeaderBytes& bytes, std::size_t want) {
   std::size_t have = 0;
   while (have < want) {
-    auto r = detail::read_some(fd, std::span(bytes).subspan(have, want - have), have, 0);
+    auto r = io::read(fd, std::span(bytes).subspan(have, want - have), have);
     if (!r) return failure(r.error());
     if (*r == 0) break;
     have += *r;
@@ -167,7 +167,7 @@ Result<void> write_header(int fd, std::uint16_t version) {
   std::size_t done = 0;
   while (done < h.size()) {
     iovec v{const_cast<std::byte*>(h.data() + done), h.size() - done};
-    auto r = detail::write_some(fd, std::span(&v, 1), done, 0);
+    auto r = io::write(fd, std::span(&v, 1), done, 0, detail::kWriteOptions);
     if (!r) return failure(r.error());
     if (*r == 0) return fail(std::errc::io_error);
     done += *r;
@@ -188,7 +188,7 @@ Result<Storage> Storage::open_directory(const std::filesystem::path& path) {
   for (const auto& part : dir) {
     prefix /= part;
     if (prefix == prefix.root_path()) continue;
-    auto r = detail::mkdir_at(AT_FDCWD, prefix.c_str(), 0755);
+    auto r = io::mkdirat(AT_FDCWD, prefix.c_str(), 0755);
     if (!r && r.error() != std::errc::file_exists) return failure(r.error());
   }
 
@@ -215,8 +215,6 @@ Result<Storage> Storage::open_directory(const std::filesystem::path& path) {
   if (!r) return failure(r.error());
   if (*r != 0) return errno_failure(*r);
 
-  // Probe for IORING_OP_FTRUNCATE now rather than on the first resize.
-  (void)detail::ring_has_ftruncate();
   return Storage(std::move(st));
 }
 
@@ -232,7 +230,7 @@ Result<OpenedBlob> Storage::open(std::string_view partition, std::string_view na
   const std::string file = part + "/" + blob_file_name(name);
   std::lock_guard<Mutex> meta(st.meta);
 
-  if (auto r = detail::mkdir_at(st.dir_fd.get(), part.c_str(), 0755);
+  if (auto r = io::mkdirat(st.dir_fd.get(), part.c_str(), 0755);
       !r && r.error() != std::errc::file_exists)
     return failure(r.error());
   auto fd = detail::open_at(st.dir_fd.get(), file.c_str(), O_RDWR | O_CREAT, 0644);
@@ -280,11 +278,11 @@ Result<OpenedBlob> Storage::open(std::string_view partition, std::string_view na
 
   // The directory entries first, so that a complete header implies them.
   if (auto r = detail::sync_directory(st.dir_fd.get(), part.c_str()); !r) return failure(r.error());
-  if (auto r = detail::sync_file(st.dir_fd.get(), false); !r) return failure(r.error());
-  if (auto r = detail::truncate(fd->get(), 0); !r) return failure(r.error());
+  if (auto r = io::fsync(st.dir_fd.get(), false); !r) return failure(r.error());
+  if (auto r = io::ftruncate(fd->get(), 0); !r) return failure(r.error());
   if (auto r = write_header(fd->get(), versions.max); !r) return failure(r.error());
   st.clear_failure(file);  // a new blob starts clean
-  if (auto r = detail::sync_file(fd->get(), false); !r) {
+  if (auto r = io::fsync(fd->get(), false); !r) {
     // The header is complete: the failure stays with the blob.
     st.record_failure(file, r.error());
     return failure(r.error());
@@ -299,7 +297,7 @@ Result<void> Storage::remove(std::string_view partition, std::string_view name) 
   const std::string part(partition);
   const std::string file = part + "/" + blob_file_name(name);
   std::lock_guard<Mutex> meta(st.meta);
-  if (auto r = detail::unlink_at(st.dir_fd.get(), file.c_str(), 0); !r) {
+  if (auto r = io::unlinkat(st.dir_fd.get(), file.c_str(), 0); !r) {
     if (r.error() == std::errc::no_such_file_or_directory) return failure(errc::blob_missing);
     return failure(r.error());
   }
@@ -316,7 +314,7 @@ Result<void> Storage::remove(std::string_view partition) const {
   if (!entries) return failure(entries.error());
   for (const Entry& e : *entries) {
     const std::string path = part + "/" + e.name;
-    auto r = detail::unlink_at(st.dir_fd.get(), path.c_str(), e.directory ? AT_REMOVEDIR : 0);
+    auto r = io::unlinkat(st.dir_fd.get(), path.c_str(), e.directory ? AT_REMOVEDIR : 0);
     if (!r && r.error() == std::errc::directory_not_empty) {
       // Not ours (a partition holds only files), but removing the partition
       // removes it too: recursively, on the blocking pool.
@@ -332,12 +330,12 @@ Result<void> Storage::remove(std::string_view partition) const {
     }
     if (!r && r.error() != std::errc::no_such_file_or_directory) return failure(r.error());
   }
-  if (auto r = detail::unlink_at(st.dir_fd.get(), part.c_str(), AT_REMOVEDIR); !r) {
+  if (auto r = io::unlinkat(st.dir_fd.get(), part.c_str(), AT_REMOVEDIR); !r) {
     if (r.error() == std::errc::no_such_file_or_directory) return failure(errc::partition_missing);
     return failure(r.error());
   }
   st.clear_partition_failures(part);
-  return detail::sync_file(st.dir_fd.get(), false);
+  return io::fsync(st.dir_fd.get(), false);
 }
 
 Result<std::vector<std::string>> Storage::scan(std::string_view partition) const {

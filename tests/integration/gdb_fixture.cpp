@@ -3,15 +3,18 @@
 //   "recv"    on Channel<int>::recv, inside park_in_gdb_marker (never inlined)
 //   "event"   on Event::wait, with a child "event-child" parked on the same event
 //   "sleeper" on this_fiber::sleep_for(1h)
+//   "reader"  on io::read of a pipe
 // plus one spawn_blocking task. Once every fiber's dump line says "parked (",
 // it prints "fiber <name> <id>" per fiber and "ready" on stdout, then raises
 // SIGTRAP on the root fiber (a debugger stops there; without one the process
 // dies). When continued, it wakes them all and exits 0.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <span>
 #include <spindle/spindle.hpp>
 #include <string>
 #include <thread>
@@ -71,13 +74,21 @@ int main() {
       sleeper_id = spindle::this_fiber::id();
       (void)spindle::this_fiber::sleep_for(1h);  // aborted when the root returns
     });
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) return 1;
+    auto reader = spindle::spawn("reader", [&] {
+      char c = 0;
+      auto r = spindle::io::read(pipe_fds[0], std::as_writable_bytes(std::span(&c, 1)),
+                                 spindle::io::kStreamOffset);
+      return r && *r == 1 && c == 'x';
+    });
     auto blocking = spindle::spawn_blocking([&] {
       while (!release_blocking.load()) std::this_thread::sleep_for(1ms);
     });
 
-    // Four fibers parked: recv, event, event-child, sleeper.
+    // Five fibers parked: recv, event, event-child, sleeper, reader.
     const auto deadline = std::chrono::steady_clock::now() + 10s;
-    while (count_parked(spindle::current_runtime().dump()) < 4) {
+    while (count_parked(spindle::current_runtime().dump()) < 5) {
       if (std::chrono::steady_clock::now() > deadline) {
         std::fprintf(stderr, "fixture: fibers did not park:\n%s",
                      spindle::current_runtime().dump().c_str());
@@ -98,8 +109,11 @@ int main() {
     ch.send(41).value();
     ev.set();
     release_blocking = true;
-    const bool ok =
-        recv.join().value() == 42 && event.join().has_value() && blocking.join().has_value();
+    const bool wrote = ::write(pipe_fds[1], "x", 1) == 1;
+    const bool ok = recv.join().value() == 42 && event.join().has_value() &&
+                    blocking.join().has_value() && wrote && reader.join().value();
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
     (void)sleeper;
     return ok ? 0 : 1;
   });

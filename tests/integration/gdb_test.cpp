@@ -79,6 +79,7 @@ TEST_CASE("gdb spindle fibers lists parked fibers and spindle bt unwinds one", "
   CHECK(line_with(f.out, "'recv': ").find("parked (channel recv)") != std::string::npos);
   CHECK(line_with(f.out, "'event': ").find("parked (event)") != std::string::npos);
   CHECK(line_with(f.out, "'sleeper': ").find("parked (sleep)") != std::string::npos);
+  CHECK(line_with(f.out, "'reader': ").find("parked (io read)") != std::string::npos);
   CHECK(line_with(f.out, "blocking task").find("  blocking task (spawn_blocking)") == 0);
   // Indentation follows the supervision tree: event-child is under event.
   CHECK(line_with(f.out, "'event-child': ").find("    fiber ") == 0);

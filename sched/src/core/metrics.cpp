@@ -324,9 +324,8 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
       return static_cast<double>(static_cast<std::int64_t>(total[i]));
     };
 
-    sample(
-        family("runtime_pending_operations", "io_uring operations in flight.", MetricType::Gauge),
-        gauge(StatSlot::index(Stat::kPendingOperations)));
+    sample(family("runtime_pending_operations", "I/O operations in flight.", MetricType::Gauge),
+           gauge(StatSlot::index(Stat::kPendingOperations)));
     auto& parks = family("runtime_worker_parks_total",
                          "Times a worker went to sleep with nothing to run.", MetricType::Counter);
     for (std::size_t i = 0; i < pool_workers_; ++i) {

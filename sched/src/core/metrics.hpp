@@ -75,7 +75,7 @@ struct TaskRecord {
 enum class Stat : std::uint8_t {
   kWorkerParks,
   kSteals,
-  kPendingOperations,  // a gauge the worker stores after each ring service
+  kPendingOperations,  // a gauge the worker stores after each I/O service
   kIoLimitRefusals,
   kCount,
 };

@@ -22,7 +22,7 @@
 //     flag after the arm and cancels its own operation; an uninterruptible
 //     one ignores aborts until it ends).
 //  3. Publish (the Suspend's callback): the fiber becomes findable by its
-//     wakers (a wait queue is unlocked, an SQE submitted). From the arm on,
+//     wakers (a wait queue is unlocked, an I/O operation started). From the arm on,
 //     the fiber may run elsewhere and be freed: the arming worker reads
 //     nothing of it after the arm but what it copied before.
 //  4. Claim (claim_park), any thread: an acq_rel compare-exchange from
@@ -31,7 +31,7 @@
 //     kInterruptible and kUninterruptible; abort: kInterruptible only). One
 //     waker wins; stale ones (an older epoch, or the park already claimed)
 //     fail and do nothing.
-//  5. An I/O completion (end_io_park), on the worker whose ring held the
+//  5. An I/O completion (end_io_park), on the worker whose backend held the
 //     operation, is the only waker of a kIo park: a release plain store of
 //     (epoch, kNone). The only write it can race is step 6's flag, which it
 //     may drop; step 7 restores it.
@@ -118,7 +118,7 @@ inline bool claim_park(Fiber& f, std::uint64_t epoch, WakeReason reason) noexcep
 }
 
 // Step 5. Ends the kIo park of `f` for its operation's completion. On the
-// worker whose ring held the operation.
+// worker whose backend held the operation.
 void end_io_park(Fiber& f) noexcept;
 
 // Step 7. Whether the kIo park `epoch` of `f` is still armed with the abort

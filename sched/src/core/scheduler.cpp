@@ -26,8 +26,9 @@ std::string describe_exception(const std::exception_ptr& e) {
 ThreadMutex debug_schedulers_mutex;
 Scheduler* debug_schedulers = nullptr;
 
-Scheduler::Scheduler(const Config& c)
+Scheduler::Scheduler(const Config& c, IoBackendFactory io)
     : config(c),
+      io_factory(io),
       stack_pool(c.stack_size),
       idle(c.workers),
       metrics(std::make_shared<Metrics>(c.workers)),

@@ -15,6 +15,7 @@
 
 #include "core/blocking_pool.hpp"
 #include "core/global_queue.hpp"
+#include "core/io_backend.hpp"
 #include "core/metrics.hpp"
 #include "core/roster.hpp"
 #include "core/stopper.hpp"
@@ -41,10 +42,12 @@ extern Scheduler* debug_schedulers SPINDLE_GUARDED_BY(debug_schedulers_mutex);
 // Thread-safe unless noted.
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
  public:
-  explicit Scheduler(const Config& config);
+  // `io` makes each worker's I/O backend.
+  Scheduler(const Config& config, IoBackendFactory io);
   ~Scheduler();
 
   const Config config;
+  const IoBackendFactory io_factory;
   fiber::StackPool stack_pool;
   GlobalQueue global;
   IdleSet idle;
@@ -126,13 +129,13 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
 
  public:
   // Startup rendezvous: worker 0 starts the others one at a time, each
-  // reporting whether its ring came up, then releases them all at once (or,
+  // reporting whether its I/O backend came up, then releases them all at once (or,
   // if one failed, tells the started ones to quit).
   void report_started(std::exception_ptr error);
   std::exception_ptr wait_started();
   void release_workers(bool go);
   bool wait_release();
-  // Teardown barrier: no pool worker destroys its ring until all have left
+  // Teardown barrier: no pool worker destroys its I/O backend until all have left
   // their loops, since a late unpark may still reach any of them.
   void worker_done();
   void wait_workers_done();

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "core/current.hpp"
-#include "core/io_request.hpp"
 #include "core/park_word.hpp"
 #include "core/ready_entry.hpp"
 #include "core/scheduler.hpp"
@@ -21,8 +20,8 @@
 namespace spindle::detail {
 namespace {
 
-constexpr int kBatch = 64;  // fiber turns between two ring services
-// A ring service dispatches at most as many completions as the run queue has
+constexpr int kBatch = 64;  // fiber turns between two I/O services
+// An I/O service dispatches at most as many completions as the run queue has
 // room for, and at least this many: the rest wait in the CQ. Every completion
 // makes a fiber ready; reaping them all at once would send thousands through
 // the global queue, and each would run long after its completion touched it.
@@ -64,8 +63,8 @@ void fiber_main(void* arg) {
 
 Worker::Worker(Scheduler& scheduler, Placement placement, std::size_t index)
     : blocks_(block_depot()),
-      remote_(scheduler, placement, index, &wake_source_),
-      ring_(uring::RingOptions{scheduler.config.ring_entries, scheduler.config.on_log}),
+      remote_(scheduler, placement, index, &wake_fd_),
+      io_(scheduler.io_factory(scheduler.config, wake_fd_)),
       timers_(&park_waiting),
       wheel_(scheduler.config.timeout_wheel_tick,
              std::max(scheduler.config.connect_timeout, scheduler.config.read_write_timeout),
@@ -90,7 +89,7 @@ Worker::Worker(Scheduler& scheduler, Placement placement, std::size_t index)
 
 Worker::~Worker() {
   apply_mail();  // drops the fiber references of late cancel requests
-  SPINDLE_ASSERT(ring_.pending() == 0, "a worker stopped with operations in flight");
+  SPINDLE_ASSERT(io_->pending() == 0, "a worker stopped with operations in flight");
   stats_->set(Stat::kPendingOperations, 0);
   if (placement() == Placement::kDedicated) scheduler().metrics->release_dedicated_slot(stats_);
   set_current_worker(nullptr);
@@ -488,7 +487,7 @@ void Worker::apply_mail() noexcept {
         pinned_ready_.push_back(m.fiber);
         break;
       case MailMessage::Kind::kCancelIo:
-        cancel_io(*this, m.fiber, m.epoch);
+        io_->cancel_parked(m.fiber, m.epoch);
         m.fiber->unref();
         break;
     }
@@ -504,14 +503,14 @@ std::size_t Worker::completion_budget() const noexcept {
 }
 
 void Worker::service() noexcept {
-  ring_.service(completion_budget());
-  // Mirrored for scrapes on other threads (the ring is this thread's alone).
-  stats_->set(Stat::kPendingOperations, ring_.pending());
+  io_->service(completion_budget());
+  // Mirrored for scrapes on other threads (the backend is this thread's alone).
+  stats_->set(Stat::kPendingOperations, io_->pending());
   if (timers_.size() != 0 || !wheel_.empty()) {
     const Deadline now = Clock::now();
     timers_.expire(
         now, [](Fiber* f, std::uint64_t epoch) { wake_fiber(f, epoch, WakeReason::kTimedOut); });
-    wheel_.advance(now, [](WheelEntry* e) { on_io_deadline(e); });
+    wheel_.advance(now, [this](WheelEntry* e) { io_->expire(e); });
   }
   apply_mail();
 }
@@ -564,8 +563,8 @@ void Worker::park() noexcept {
         timeout = left;
       }
     }
-    if (ring_.pending() > 0) {
-      // I/O in flight: block in the ring, so completions end the wait too.
+    if (io_->pending() > 0) {
+      // I/O in flight: block in the backend, so completions end the wait too.
       std::size_t completions = 1;
       if (expecting != nullptr) {
         const auto left = std::max<std::chrono::nanoseconds>(expected_by_ - Clock::now(),
@@ -573,12 +572,10 @@ void Worker::park() noexcept {
         if (!timeout || left < *timeout) timeout = left;
         completions = expected_completions_;
       }
-      wake_source_.arm(ring_);
       if (parker.arm_eventfd()) {
-        ring_.wait(timeout, completions, completion_budget());
+        io_->wait(timeout, completions, completion_budget());
         parker.disarm();
       }
-      wake_source_.consume();
     } else if (!spinner_.spin([&parker] { return parker.signalled(); })) {
       const auto slept = parker.park(timeout);
       if (slept.count() > 0) spinner_.on_wake(slept);

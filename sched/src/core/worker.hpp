@@ -1,25 +1,26 @@
-// Worker: one thread running fibers: its run queue and next-fiber slot, ring,
-// timers, stack cache, idle spinner and watch. Its thread-shared part is
+// Worker: one thread running fibers: its run queue and next-fiber slot, I/O
+// backend, timers, stack cache, idle spinner and watch. Its thread-shared part is
 // WorkerRemote (worker_remote.hpp).
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/block_cache.hpp"
 #include "core/idle_watch.hpp"
+#include "core/io_backend.hpp"
 #include "core/metrics.hpp"
 #include "core/next_slot.hpp"
 #include "core/worker_remote.hpp"
+#include "park/event_fd.hpp"
 #include "park/spinner.hpp"
 #include "spindle/base/intrusive_list.hpp"
 #include "spindle/fiber/context.hpp"
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/detail/fiber.hpp"
-#include "spindle/uring/ring.hpp"
-#include "spindle/uring/wake_source.hpp"
 #include "time/timeout_wheel.hpp"
 #include "time/timer_heap.hpp"
 
@@ -47,7 +48,7 @@ struct Suspend {
   Deadline deadline = kNoDeadline;
   // Runs on the worker after the fiber's context is saved and its park word
   // armed: makes the fiber findable by its wakers (e.g. unlocks a wait queue,
-  // submits an SQE).
+  // starts an I/O operation).
   void (*publish)(void* arg) = nullptr;
   void* arg = nullptr;
 };
@@ -62,7 +63,7 @@ struct Suspend {
 // take_* call; Scheduler::put_* chooses the worker.
 class Worker {
  public:
-  // Must run on the worker's own thread: the ring is single-issuer.
+  // Must run on the worker's own thread, which its I/O backend belongs to.
   Worker(Scheduler& scheduler, Placement placement, std::size_t index);
   ~Worker();
   Worker(const Worker&) = delete;
@@ -107,7 +108,7 @@ class Worker {
   Placement placement() const noexcept { return remote_.placement(); }
   std::size_t index() const noexcept { return remote_.index(); }
   Fiber* current() const noexcept { return current_; }
-  uring::Ring& ring() noexcept { return ring_; }
+  IoBackend& io() noexcept { return *io_; }
   TimeoutWheel& wheel() noexcept { return wheel_; }
 
   // Fiber ids handed out by this worker come from a private block.
@@ -200,7 +201,7 @@ class Worker {
   }
   bool more_work_to_find() const noexcept;
   void service() noexcept;
-  // The most completions one ring service may dispatch (kMinCompletions).
+  // The most completions one I/O service may dispatch (kMinCompletions).
   std::size_t completion_budget() const noexcept;
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;
@@ -209,8 +210,8 @@ class Worker {
   bool quit() const noexcept;
 
   BlockCache blocks_;
-  // Before remote_, whose parker holds its address.
-  uring::WakeSource wake_source_;
+  // Before remote_, whose parker holds its address, and io_, which watches it.
+  EventFd wake_fd_;
   WorkerRemote remote_;
   fiber::Context context_;  // this thread's own stack, where the loop runs
   Fiber* current_ = nullptr;
@@ -229,7 +230,7 @@ class Worker {
   std::uint32_t claimed_next_ = 0;
   std::uint32_t claimed_end_ = 0;
   IntrusiveList<Fiber, &Fiber::ready_links> pinned_ready_;
-  uring::Ring ring_;
+  std::unique_ptr<IoBackend> io_;
   std::vector<MailMessage> mail_;  // scratch for apply_mail()
   TimerHeap timers_;
   TimeoutWheel wheel_;

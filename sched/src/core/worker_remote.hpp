@@ -23,8 +23,7 @@ class Scheduler;
 // workers point at it.
 class WorkerRemote {
  public:
-  WorkerRemote(Scheduler& scheduler, Placement placement, std::size_t index,
-               uring::WakeSource* wake) noexcept
+  WorkerRemote(Scheduler& scheduler, Placement placement, std::size_t index, EventFd* wake) noexcept
       : scheduler_(scheduler),
         placement_(placement),
         index_(index),

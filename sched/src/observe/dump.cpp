@@ -8,7 +8,6 @@
 // meanwhile, so its worker goes on with other fibers.
 
 #include <fmt/format.h>
-#include <liburing.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,10 +17,10 @@
 #include <vector>
 
 #include "core/current.hpp"
-#include "core/io_request.hpp"
 #include "core/park_word.hpp"
 #include "core/scheduler.hpp"
 #include "core/worker.hpp"
+#include "io/request.hpp"
 #include "observe/symbolize.hpp"
 #include "spindle/sched/context.hpp"
 #include "spindle/sched/detail/core.hpp"
@@ -34,53 +33,6 @@ constexpr auto kPauseWait = std::chrono::milliseconds(200);
 constexpr std::size_t kMaxBacktraces = 1000;  // fibers whose stacks are captured
 constexpr std::size_t kMaxFrames = 32;
 constexpr int kMaxIndent = 16;  // tree levels shown by indentation
-
-const char* op_name(std::uint8_t opcode) noexcept {
-  switch (opcode) {
-    case IORING_OP_NOP:
-      return "nop";
-    case IORING_OP_READV:
-      return "readv";
-    case IORING_OP_WRITEV:
-      return "writev";
-    case IORING_OP_FSYNC:
-      return "fsync";
-    case IORING_OP_POLL_ADD:
-      return "poll";
-    case IORING_OP_SENDMSG:
-      return "sendmsg";
-    case IORING_OP_RECVMSG:
-      return "recvmsg";
-    case IORING_OP_TIMEOUT:
-      return "timeout";
-    case IORING_OP_ACCEPT:
-      return "accept";
-    case IORING_OP_CONNECT:
-      return "connect";
-    case IORING_OP_OPENAT:
-      return "openat";
-    case IORING_OP_CLOSE:
-      return "close";
-    case IORING_OP_STATX:
-      return "statx";
-    case IORING_OP_READ:
-      return "read";
-    case IORING_OP_WRITE:
-      return "write";
-    case IORING_OP_SEND:
-      return "send";
-    case IORING_OP_RECV:
-      return "recv";
-    case IORING_OP_UNLINKAT:
-      return "unlinkat";
-    case IORING_OP_MKDIRAT:
-      return "mkdirat";
-    case IoRequest::kNotPrepared:
-      return "queued";
-    default:
-      return nullptr;
-  }
-}
 
 struct Entry {
   int depth;
@@ -97,13 +49,8 @@ std::string describe_state(const Fiber& f, bool complete, const Fiber* caller) {
     return f.started ? "ready" : "pending (not started)";
   }
   std::string state = fmt::format("parked ({}", complete && f.waiting_on ? f.waiting_on : "?");
-  if (complete && kind == ParkKind::kIo && f.io_op) {
-    const auto* r = static_cast<const IoRequest*>(f.io_op);
-    if (const char* op = op_name(r->opcode)) {
-      fmt::format_to(std::back_inserter(state), " {}", op);
-    } else {
-      fmt::format_to(std::back_inserter(state), " op {}", r->opcode);
-    }
+  if (complete && kind == ParkKind::kIo && f.io_request) {
+    fmt::format_to(std::back_inserter(state), " {}", io_code_name(f.io_request->op->code));
   }
   state += ')';
   return state;

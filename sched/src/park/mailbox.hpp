@@ -1,5 +1,5 @@
 // Mailbox: what other threads hand to one worker: fibers pinned to it that
-// were woken elsewhere, and requests to cancel an operation in its ring.
+// were woken elsewhere, and requests to cancel an operation on its I/O backend.
 #pragma once
 
 #include <atomic>

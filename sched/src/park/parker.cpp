@@ -4,7 +4,6 @@
 #include <ctime>
 
 #include "park/futex.hpp"
-#include "spindle/uring/wake_source.hpp"
 
 namespace spindle::detail {
 

@@ -8,9 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace spindle::uring {
-class WakeSource;
-}
+#include "park/event_fd.hpp"
 
 namespace spindle::detail {
 
@@ -25,7 +23,7 @@ namespace spindle::detail {
 // arm sees the latch, or the waker sees the armed bit and wakes it.
 class Parker {
  public:
-  explicit Parker(uring::WakeSource* eventfd) noexcept : eventfd_(eventfd) {}
+  explicit Parker(EventFd* eventfd) noexcept : eventfd_(eventfd) {}
 
   // Any thread: ends the worker's current or next block.
   void unpark() noexcept;
@@ -42,9 +40,9 @@ class Parker {
   // it did not block).
   std::chrono::nanoseconds park(std::optional<std::chrono::nanoseconds> timeout) noexcept;
 
-  // Owner: announce a block inside io_uring_enter, which unpark() ends through
-  // the eventfd. Returns false (do not block) if unpark() happened since
-  // clear(). After the block, call disarm().
+  // Owner: announce a block inside the I/O backend (io_uring_enter,
+  // epoll_wait), which unpark() ends through the eventfd. Returns false (do not block) if unpark()
+  // happened since clear(). After the block, call disarm().
   bool arm_eventfd() noexcept;
   void disarm() noexcept { state_.store(0, std::memory_order_seq_cst); }
 
@@ -54,7 +52,7 @@ class Parker {
   static constexpr std::uint32_t kSignalled = 4;
 
   std::atomic<std::uint32_t> state_{0};
-  uring::WakeSource* eventfd_;
+  EventFd* eventfd_;
 };
 
 }  // namespace spindle::detail

@@ -59,6 +59,7 @@
 #include "core/current.hpp"
 #include "core/scheduler.hpp"
 #include "core/worker.hpp"
+#include "io/uring_driver.hpp"
 #include "observe/stall_detector.hpp"
 #include "spindle/fiber/overflow.hpp"
 #include "spindle/sched/context.hpp"
@@ -135,7 +136,7 @@ std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::str
 }  // namespace
 
 std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
-  return std::make_shared<Scheduler>(config);
+  return std::make_shared<Scheduler>(config, &make_uring_backend);
 }
 
 Node& root_node(Scheduler& scheduler) noexcept { return *scheduler.root; }

@@ -1,7 +1,5 @@
 #include "spindle/sched/this_fiber.hpp"
 
-#include <liburing.h>
-
 #include <thread>
 
 #include "core/current.hpp"
@@ -29,11 +27,10 @@ Result<void> yield_to_io() {
     std::this_thread::yield();
     return {};
   }
-  // The NOP completes when the worker next submits, and its CQE is collected
-  // with every other ready one; the yield then lets the fibers woken by them
-  // go first.
-  if (auto r = io_op([](io_uring_sqe* sqe) noexcept { io_uring_prep_nop(sqe); }); !r)
-    return failure(r.error());
+  // The nop completes at the worker's next I/O service, with every other
+  // completion ready then; the yield then lets the fibers woken by them go
+  // first.
+  if (auto r = io::nop(); !r) return failure(r.error());
   return yield();
 }
 

@@ -3,11 +3,11 @@
 // a fiber or a plain thread; and a fiber that does not suspend.
 //
 // Assertions run on the root fiber only.
-#include <liburing.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -66,9 +66,8 @@ TEST_CASE("dump: lists parked fibers with what they wait for and leaves them wor
         auto waiter = spindle::spawn("waiter", [&] { return ev.wait().has_value(); });
         auto reader = spindle::spawn("reader", [&] {
           char c = 0;
-          const int fd = pipe_fds[0];
-          auto r = spindle::io_op(
-              [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, &c, 1, 0); });
+          auto r = spindle::io::read(pipe_fds[0], std::as_writable_bytes(std::span(&c, 1)),
+                                     spindle::io::kStreamOffset);
           return r && *r == 1 ? c : '?';
         });
         auto parent = spindle::spawn("parent", [&] {

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,25 +35,49 @@ struct Pipe {
   }
 };
 
-spindle::Result<int> ring_read(int fd, char* buf, unsigned len, spindle::IoOptions o = {}) {
-  return spindle::io_op(
-      [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fd, buf, len, 0); }, o);
+spindle::Result<int> as_int(const spindle::Result<std::size_t>& r) {
+  if (!r) return spindle::failure(r.error());
+  return static_cast<int>(*r);
 }
 
-spindle::Result<int> ring_write(int fd, const char* buf, unsigned len, spindle::IoOptions o = {}) {
-  return spindle::io_op(
-      [&](io_uring_sqe* sqe) noexcept { io_uring_prep_write(sqe, fd, buf, len, 0); }, o);
+// io::read and io::write of a pipe.
+spindle::Result<int> pipe_read(int fd, char* buf, unsigned len, spindle::IoOptions o = {}) {
+  return as_int(spindle::io::read(fd, std::as_writable_bytes(std::span(buf, len)),
+                                  spindle::io::kStreamOffset, 0, o));
+}
+
+spindle::Result<int> pipe_write(int fd, const char* buf, unsigned len, spindle::IoOptions o = {}) {
+  const iovec v{const_cast<char*>(buf), len};
+  return as_int(spindle::io::write(fd, std::span(&v, 1), spindle::io::kStreamOffset, 0, o));
 }
 
 }  // namespace
 
-TEST_CASE("io_op reads and writes through the ring", "[io]") {
+TEST_CASE("io reads and writes a pipe", "[io]") {
   spindle::test::on_workers([] {
     Pipe p;
     std::array<char, 16> buf{};
-    auto reader = spindle::spawn([&] { return ring_read(p.r, buf.data(), 16); });
+    auto reader = spindle::spawn([&] { return pipe_read(p.r, buf.data(), 16); });
     (void)tf::sleep_for(1ms);
-    CHECK(ring_write(p.w, "spindle", 7).value() == 7);
+    CHECK(pipe_write(p.w, "spindle", 7).value() == 7);
+    CHECK(reader.join().value().value() == 7);
+    CHECK(std::string(buf.data(), 7) == "spindle");
+  });
+}
+
+TEST_CASE("io_op runs any SQE on the ring", "[io]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    std::array<char, 16> buf{};
+    auto reader = spindle::spawn([&] {
+      return spindle::io_op([&](io_uring_sqe* sqe) noexcept {
+        io_uring_prep_read(sqe, p.r, buf.data(), static_cast<unsigned>(buf.size()), 0);
+      });
+    });
+    (void)tf::sleep_for(1ms);
+    CHECK(spindle::io_op([&](io_uring_sqe* sqe) noexcept {
+            io_uring_prep_write(sqe, p.w, "spindle", 7, 0);
+          }).value() == 7);
     CHECK(reader.join().value().value() == 7);
     CHECK(std::string(buf.data(), 7) == "spindle");
   });
@@ -66,7 +91,7 @@ TEST_CASE("yield_to_io runs the fibers whose operations completed first", "[io]"
         char c = 0;
         bool read = false;  // one worker: no race
         auto reader = spindle::spawn([&] {
-          auto r = ring_read(p.r, &c, 1);
+          auto r = pipe_read(p.r, &c, 1);
           read = true;
           return r;
         });
@@ -89,7 +114,7 @@ TEST_CASE("expect_completions holds the worker's wake for the count or the deadl
         // Each reader returns when its read came back to it.
         auto reader = [](Pipe& p, std::array<char, 4>& buf) {
           return spindle::spawn([&p, &buf] {
-            CHECK(ring_read(p.r, buf.data(), 4).value_or(-1) == 4);
+            CHECK(pipe_read(p.r, buf.data(), 4).value_or(-1) == 4);
             return Clock::now();
           });
         };
@@ -132,7 +157,7 @@ TEST_CASE("expect_completions holds the worker's wake for the count or the deadl
 
         // The hint has lapsed: each completion wakes the worker again.
         ra = spindle::spawn([&] {
-          CHECK(ring_read(a.r, abuf.data(), 4).value_or(-1) == 4);
+          CHECK(pipe_read(a.r, abuf.data(), 4).value_or(-1) == 4);
           a_done = true;
           return Clock::now();
         });
@@ -170,10 +195,10 @@ TEST_CASE("yield_to_io of an aborted fiber fails at once", "[io][abort]") {
   });
 }
 
-TEST_CASE("io_op reports the kernel's errno", "[io]") {
+TEST_CASE("io reports the kernel's errno", "[io]") {
   spindle::test::run([] {
     char c;
-    auto r = ring_read(-1, &c, 1);
+    auto r = pipe_read(-1, &c, 1);
     REQUIRE_FALSE(r);
     CHECK(r.error() == std::errc::bad_file_descriptor);
   });
@@ -184,24 +209,25 @@ TEST_CASE("a deadline cancels the read, and the buffer is left alone afterwards"
     Pipe p;
     std::array<char, 8> buf{};
     const auto t0 = spindle::Clock::now();
-    auto r = ring_read(p.r, buf.data(), 8, {.deadline = spindle::Clock::now() + 20ms});
+    auto r = pipe_read(p.r, buf.data(), 8, {.deadline = spindle::Clock::now() + 20ms});
     REQUIRE_FALSE(r);
     CHECK(r.error() == errc::timed_out);
     CHECK(spindle::Clock::now() - t0 >= 20ms);
     // The cancelled read consumed nothing: the next writer's bytes go to the next reader.
-    CHECK(ring_write(p.w, "abc", 3).value() == 3);
+    CHECK(pipe_write(p.w, "abc", 3).value() == 3);
     std::array<char, 8> next{};
-    CHECK(ring_read(p.r, next.data(), 8).value() == 3);
+    CHECK(pipe_read(p.r, next.data(), 8).value() == 3);
     CHECK(std::string(next.data(), 3) == "abc");
     CHECK(buf == std::array<char, 8>{});
   });
 }
 
-TEST_CASE("abort of a fiber blocked in a ring op cancels it and awaits its CQE", "[io][abort]") {
+TEST_CASE("abort of a fiber blocked in a read cancels it and awaits its completion",
+          "[io][abort]") {
   spindle::test::on_workers([] {
     Pipe p;
     std::array<char, 8> buf{};
-    auto h = spindle::spawn([&] { return ring_read(p.r, buf.data(), 8); });
+    auto h = spindle::spawn([&] { return pipe_read(p.r, buf.data(), 8); });
     (void)tf::sleep_for(2ms);
     h.abort();
     auto r = h.join();
@@ -209,9 +235,9 @@ TEST_CASE("abort of a fiber blocked in a ring op cancels it and awaits its CQE",
     CHECK(r.error() == errc::aborted);
     // The read was really cancelled in the kernel: data written now is not
     // swallowed by it.
-    CHECK(ring_write(p.w, "xyz", 3).value() == 3);
+    CHECK(pipe_write(p.w, "xyz", 3).value() == 3);
     std::array<char, 8> next{};
-    CHECK(ring_read(p.r, next.data(), 8).value() == 3);
+    CHECK(pipe_read(p.r, next.data(), 8).value() == 3);
     CHECK(buf == std::array<char, 8>{});
   });
 }
@@ -234,9 +260,9 @@ TEST_CASE("an aborted fiber's cancellable op fails at once, its write still comp
     auto h = spindle::spawn([&]() -> std::pair<int, int> {
       // Never cancelled: returns only when the kernel took the bytes.
       auto w =
-          ring_write(p.w, tail.data(), static_cast<unsigned>(tail.size()), {.cancellable = false});
+          pipe_write(p.w, tail.data(), static_cast<unsigned>(tail.size()), {.cancellable = false});
       char c;
-      auto r = ring_read(p.r, &c, 1);  // aborted by now: fails at once
+      auto r = pipe_read(p.r, &c, 1);  // aborted by now: fails at once
       return {w ? *w : -1, r ? 1 : (r.error() == errc::aborted ? 0 : -2)};
     });
     (void)tf::sleep_for(5ms);
@@ -271,19 +297,19 @@ TEST_CASE("an operation beyond max_io_in_flight fails at once with io_limit", "[
         std::vector<spindle::JoinHandle<int>> readers;
         for (int i = 0; i < kLimit; ++i) {
           readers.push_back(
-              spindle::spawn([&, i] { return ring_read(pipes[i].r, bufs[i].data(), 4).value(); }));
+              spindle::spawn([&, i] { return pipe_read(pipes[i].r, bufs[i].data(), 4).value(); }));
         }
         (void)tf::sleep_for(2ms);  // one worker: every reader is parked in its read
         Pipe extra;
         char buf[4];
-        CHECK(ring_read(extra.r, buf, 4).error() == errc::io_limit);
+        CHECK(pipe_read(extra.r, buf, 4).error() == errc::io_limit);
         CHECK(spindle::test::metric_value(spindle::current_runtime().metrics_text(),
                                           "runtime_io_limit_refusals_total") == 1.0);
         // Once one read ends, there is room again.
         REQUIRE(::write(pipes[0].w, "ping", 4) == 4);
         CHECK(readers[0].join().value() == 4);
         REQUIRE(::write(extra.w, "pong", 4) == 4);
-        CHECK(ring_read(extra.r, buf, 4).value() == 4);
+        CHECK(pipe_read(extra.r, buf, 4).value() == 4);
         CHECK(std::string(buf, 4) == "pong");
         for (int i = 1; i < kLimit; ++i) REQUIRE(::write(pipes[i].w, "ping", 4) == 4);
         for (int i = 1; i < kLimit; ++i) CHECK(readers[i].join().value() == 4);
@@ -298,7 +324,7 @@ TEST_CASE("a deadline beyond the timing wheel's horizon times out at the deadlin
         Pipe p;
         char buf[4];
         const auto start = spindle::Clock::now();
-        auto r = ring_read(p.r, buf, 4, {.deadline = start + 200ms});
+        auto r = pipe_read(p.r, buf, 4, {.deadline = start + 200ms});
         const auto waited = spindle::Clock::now() - start;
         CHECK(r.error() == errc::timed_out);
         CHECK(waited >= 200ms);
@@ -306,7 +332,7 @@ TEST_CASE("a deadline beyond the timing wheel's horizon times out at the deadlin
       spindle::Config{.workers = 1, .connect_timeout = 20ms, .read_write_timeout = 20ms});
 }
 
-TEST_CASE("many concurrent ring ops from many fibers", "[io]") {
+TEST_CASE("many concurrent file writes and reads from many fibers", "[io]") {
   spindle::test::on_workers([] {
     const int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     REQUIRE(fd >= 0);
@@ -316,15 +342,10 @@ TEST_CASE("many concurrent ring ops from many fibers", "[io]") {
         std::array<char, 512> out, in{};
         out.fill(static_cast<char>('A' + i % 26));
         for (int k = 0; k < 8; ++k) {
-          const auto off = static_cast<__u64>((i * 8 + k) * 512);
-          auto w = spindle::io_op(
-              [&](io_uring_sqe* sqe) noexcept {
-                io_uring_prep_write(sqe, fd, out.data(), 512, off);
-              },
-              {.cancellable = false});
-          auto r = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-            io_uring_prep_read(sqe, fd, in.data(), 512, off);
-          });
+          const auto off = static_cast<std::uint64_t>((i * 8 + k) * 512);
+          const iovec v{out.data(), out.size()};
+          auto w = spindle::io::write(fd, std::span(&v, 1), off, 0, {.cancellable = false});
+          auto r = spindle::io::read(fd, std::as_writable_bytes(std::span(in)), off);
           if (w.value_or(0) != 512 || r.value_or(0) != 512 || in != out) return false;
         }
         return true;

@@ -265,7 +265,7 @@ TEST_CASE("uring ring: wait() with a timeout honours it while a submission is ou
 }
 
 TEST_CASE("uring ring: an internal SQE flushes a full submission queue", "[uring][ring]") {
-  WakeSource wake;  // declared first: outlives the ring that polls it
+  test::OwnedWakeSource wake;  // declared first: outlives the ring that polls it
   auto ring = make_ring(4);
   std::vector<NopOp> ops(4);
   for (NopOp& op : ops) ring->submit(&op);  // the SQ (4 entries) is now full

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -16,8 +17,10 @@
 #include <vector>
 
 #include "skip.hpp"
+#include "spindle/base/unique_fd.hpp"
 #include "spindle/uring/operation.hpp"
 #include "spindle/uring/ring.hpp"
+#include "spindle/uring/wake_source.hpp"
 
 namespace spindle::uring::test {
 
@@ -34,6 +37,30 @@ inline std::unique_ptr<Ring> make_ring(unsigned entries) {
     throw;
   }
 }
+
+// A WakeSource with an eventfd of its own, and the writes and drains a
+// worker's eventfd gets.
+class OwnedWakeSource {
+ public:
+  OwnedWakeSource() : fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), source_(fd_.get()) {
+    if (!fd_) throw std::system_error(errno, std::system_category(), "eventfd");
+  }
+  void arm(Ring& ring) noexcept { source_.arm(ring); }
+  bool armed() const noexcept { return source_.armed(); }
+  void signal() noexcept { (void)::eventfd_write(fd_.get(), 1); }
+  // consume(), draining the eventfd if the poll fired, as a worker does.
+  bool consume() noexcept {
+    if (!source_.consume()) return false;
+    eventfd_t value = 0;
+    (void)::eventfd_read(fd_.get(), &value);
+    return true;
+  }
+  int fd() const noexcept { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+  WakeSource source_;
+};
 
 inline bool kernel_at_least(int major, int minor) {
   utsname u{};

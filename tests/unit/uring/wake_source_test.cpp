@@ -1,5 +1,5 @@
 // WakeSource: cross-thread wakes of a blocking Ring::wait(), the multishot poll
-// across cycles, draining, and a signal that precedes arm().
+// across cycles, draining, and a write that precedes arm().
 
 #include "spindle/uring/wake_source.hpp"
 
@@ -53,7 +53,7 @@ class Watchdog {
 
 TEST_CASE("uring wake source: signal() from another thread ends a wait() without timeout",
           "[uring][ring][wake]") {
-  WakeSource wake;  // outlives the ring that polls it
+  test::OwnedWakeSource wake;  // outlives the ring that polls it
   auto ring = make_ring(8);
   Watchdog watchdog(20s);
   wake.arm(*ring);
@@ -77,7 +77,7 @@ TEST_CASE("uring wake source: signal() from another thread ends a wait() without
 
 TEST_CASE("uring wake source: the multishot poll keeps delivering across cycles",
           "[uring][ring][wake]") {
-  WakeSource wake;
+  test::OwnedWakeSource wake;
   auto ring = make_ring(8);
   wake.arm(*ring);  // once: the poll must survive every cycle below
   for (int cycle = 0; cycle < 5; ++cycle) {
@@ -96,8 +96,9 @@ TEST_CASE("uring wake source: the multishot poll keeps delivering across cycles"
   }
 }
 
-TEST_CASE("uring wake source: consume() drains the eventfd", "[uring][ring][wake]") {
-  WakeSource wake;
+TEST_CASE("uring wake source: a wake drained after consume() is not seen again",
+          "[uring][ring][wake]") {
+  test::OwnedWakeSource wake;
   auto ring = make_ring(8);
   CHECK_FALSE(wake.consume());
   wake.arm(*ring);
@@ -117,7 +118,7 @@ TEST_CASE("uring wake source: consume() drains the eventfd", "[uring][ring][wake
 }
 
 TEST_CASE("uring wake source: a signal before arm() is not lost", "[uring][ring][wake]") {
-  WakeSource wake;
+  test::OwnedWakeSource wake;
   auto ring = make_ring(8);
   wake.signal();
   wake.arm(*ring);

@@ -21,6 +21,7 @@ enum class errc : int {
   partition_corrupt,    // storage: a partition holds an entry that is not a blob
   insufficient_length,  // storage: a read reaches past the end of the blob
   io_limit,             // the worker has Config::max_io_in_flight operations in flight
+  unsupported,          // the runtime's I/O backend cannot perform this operation
 };
 
 namespace detail {
@@ -54,6 +55,8 @@ class ErrcCategory final : public std::error_category {
         return "read past the end of the blob";
       case errc::io_limit:
         return "too many I/O operations in flight on one worker (Config::max_io_in_flight)";
+      case errc::unsupported:
+        return "not supported by the runtime's I/O backend";
     }
     return "unknown spindle error";
   }

@@ -1,24 +1,39 @@
-// io_op: the blocking-operation primitive. net/ and storage/ build every call
-// on it: one SQE on the calling worker's ring, the fiber parked until its CQE.
-// Any number of fibers may call io_op at once, each for its own operation; the
-// operation stays on the ring of the worker that issued it, while the fiber
-// may resume on another worker.
+// Blocking I/O for fibers: each call parks only the calling fiber until its
+// operation completes on the runtime's I/O backend, while the worker runs
+// others. net/ and storage/ build every call on these. Any number of fibers
+// may call them at once, each for its own operation; an operation stays on
+// the backend of the worker that issued it, while the fiber may resume on
+// another worker.
+//
+// Common contract of the calls in spindle::io (and of io_op): fiber-only;
+// suspends until the operation completes. Returns the result, or: the errno
+// in std::system_category; errc::timed_out; errc::aborted if the fiber is
+// aborted (at once if it already was; a cancellable operation in flight is
+// cancelled first); errc::io_limit, at once, if the worker already has
+// Config::max_io_in_flight operations in flight. EINTR is retried. Never
+// returns while the kernel may still use the caller's buffers.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <type_traits>
-#include <utility>
 
 #include "spindle/base/result.hpp"
 #include "spindle/base/time.hpp"
-
-struct io_uring_sqe;
+#include "spindle/sched/detail/io_op.hpp"
 
 namespace spindle {
 
 struct IoOptions {
-  // When it passes, the operation is cancelled (IORING_OP_ASYNC_CANCEL) and
-  // the call returns errc::timed_out once the CQE arrives, unless the
-  // operation completed first. Operation deadlines have the granularity of
+  // When it passes, the operation is cancelled and the call returns
+  // errc::timed_out once the cancellation is confirmed, unless the operation
+  // completed first. Operation deadlines have the granularity of
   // Config::timeout_wheel_tick: the cancel comes at the first tick at or
   // after the deadline, never before it.
   Deadline deadline = kNoDeadline;
@@ -26,30 +41,185 @@ struct IoOptions {
   // shutdown; they always run to completion. Such an operation takes no
   // deadline.
   bool cancellable = true;
+  // A hint for recv and send: the fd is probably not ready yet (the peer has
+  // not answered a request just sent), so the backend waits for readiness
+  // before the first attempt instead of making one that would find nothing.
+  bool expect_wait = false;
 };
 
+namespace io {
+
+// The offset of read() and write() that means the fd's own position (and
+// moves it), as read(2) and write(2) do. A pipe, socket or character device
+// ignores any offset.
+inline constexpr std::uint64_t kStreamOffset = ~std::uint64_t{0};
+// The most bytes one recv, send, read or write moves (the kernel's cap is
+// 2 GiB - 4 KiB): longer buffers are cut there.
+inline constexpr std::size_t kMaxTransfer = std::size_t{1} << 30;
+// The most iovecs one write takes (IOV_MAX): longer arrays are cut there.
+inline constexpr std::size_t kMaxIovecs = 1024;
+
+}  // namespace io
+
 namespace detail {
-using IoPrepareFn = void (*)(void* ctx, io_uring_sqe* sqe) noexcept;
-Result<int> run_io(IoPrepareFn prepare, void* ctx, const IoOptions& options);
+
+inline Result<std::size_t> size_result(const Result<int>& r) {
+  if (!r) return failure(r.error());
+  return static_cast<std::size_t>(*r);
+}
+
+inline Result<void> void_result(const Result<int>& r) {
+  if (!r) return failure(r.error());
+  return {};
+}
+
+inline constexpr IoOptions kNeverCancel{.cancellable = false};
+
 }  // namespace detail
 
-// Prepares one SQE with `prepare(io_uring_sqe*)` (again if the kernel answers
-// EINTR, or EAGAIN after a yield) and parks the fiber until its CQE. Use
+namespace io {
+
+// accept4(2): the new connection's fd. `addr`/`len` may be null.
+inline Result<int> accept(int fd, sockaddr* addr, socklen_t* len, int flags,
+                          const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kAccept, fd);
+  op.accept = {addr, len, flags};
+  return detail::run_io(op, options);
+}
+
+inline Result<void> connect(int fd, const sockaddr* addr, socklen_t len,
+                            const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kConnect, fd);
+  op.connect = {addr, len};
+  return detail::void_result(detail::run_io(op, options));
+}
+
+// recv(2) / send(2) / sendmsg(2): the bytes moved (0 from recv: end of stream).
+inline Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags,
+                                const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kRecv, fd, options.expect_wait);
+  op.transfer = {buf.data(), std::min(buf.size(), kMaxTransfer), flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+inline Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags,
+                                const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kSend, fd, options.expect_wait);
+  op.transfer = {const_cast<std::byte*>(buf.data()), std::min(buf.size(), kMaxTransfer), flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+inline Result<std::size_t> sendmsg(int fd, const msghdr& msg, int flags,
+                                   const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kSendmsg, fd);
+  op.sendmsg = {&msg, flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+// preadv2(2) with RWF_* `rw_flags`: the bytes read (0 at end of file).
+inline Result<std::size_t> read(int fd, std::span<std::byte> buf, std::uint64_t offset,
+                                int rw_flags = 0, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kRead, fd);
+  op.read = {buf.data(), std::min(buf.size(), kMaxTransfer), offset, rw_flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+// pwritev2(2) with RWF_* `rw_flags`: the bytes written.
+inline Result<std::size_t> write(int fd, std::span<const iovec> iov, std::uint64_t offset,
+                                 int rw_flags = 0, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kWrite, fd);
+  op.write = {iov.data(), static_cast<unsigned>(std::min(iov.size(), kMaxIovecs)), offset,
+              rw_flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+// fsync(2), or fdatasync(2) with `datasync`. Never cancelled.
+inline Result<void> fsync(int fd, bool datasync) {
+  detail::IoOp op(detail::IoCode::kFsync, fd);
+  op.datasync = datasync;
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+// openat(2) (O_CLOEXEC is always added): the new fd.
+inline Result<int> openat(int dirfd, const char* path, int flags, mode_t mode,
+                          const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kOpenat, dirfd);
+  op.path = {path, flags, mode, nullptr};
+  return detail::run_io(op, options);
+}
+
+// statx(2) into `out`.
+inline Result<void> statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* out,
+                          const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kStatx, dirfd);
+  op.path = {path, flags, mask, out};
+  return detail::void_result(detail::run_io(op, options));
+}
+
+// mkdirat(2), unlinkat(2), renameat2(2), ftruncate(2): never cancelled (a
+// mutation that may or may not have happened is worse than one that
+// finished).
+inline Result<void> mkdirat(int dirfd, const char* path, mode_t mode) {
+  detail::IoOp op(detail::IoCode::kMkdirat, dirfd);
+  op.path = {path, 0, mode, nullptr};
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+inline Result<void> unlinkat(int dirfd, const char* path, int flags) {
+  detail::IoOp op(detail::IoCode::kUnlinkat, dirfd);
+  op.path = {path, flags, 0, nullptr};
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+inline Result<void> renameat(int old_dirfd, const char* old_path, int new_dirfd,
+                             const char* new_path, unsigned flags) {
+  detail::IoOp op(detail::IoCode::kRenameat, old_dirfd);
+  op.rename = {old_path, new_dirfd, new_path, flags};
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+inline Result<void> ftruncate(int fd, std::uint64_t length) {
+  detail::IoOp op(detail::IoCode::kFtruncate, fd);
+  op.length = length;
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+// Waits until `fd` has one of the poll(2) `events`: the events it has.
+inline Result<unsigned> poll(int fd, unsigned events, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kPoll, fd);
+  op.events = events;
+  auto r = detail::run_io(op, options);
+  if (!r) return failure(r.error());
+  return static_cast<unsigned>(*r);
+}
+
+// Completes when the worker next services its backend, after the
+// completions already waiting there.
+inline Result<void> nop() {
+  return detail::void_result(detail::run_io(detail::IoOp(detail::IoCode::kNop, -1), {}));
+}
+
+}  // namespace io
+
+namespace detail {
+Result<int> run_sqe(IoPrepareFn prepare, void* ctx, const IoOptions& options);
+}  // namespace detail
+
+// Any io_uring operation: prepares one SQE with `prepare(io_uring_sqe*)`
+// (again if the kernel answers EINTR, or EAGAIN after a yield) and parks the
+// fiber until its CQE. Returns the CQE's result (>= 0) or an error as above;
+// on a runtime whose backend is not io_uring, errc::unsupported at once. Use
 // blocking fds: io_uring waits for readiness itself, but honours O_NONBLOCK
-// with EAGAIN. Returns the CQE's result (>= 0), or: the errno in
-// std::system_category; errc::timed_out; errc::aborted if the fiber is aborted
-// (at once if it already was; a cancellable operation in flight is cancelled
-// first); errc::io_limit, at once, if the worker already has
-// Config::max_io_in_flight operations in flight. Never returns while the
-// kernel may still use the buffers `prepare` handed it. Fiber-only.
-// Suspends: until the operation's CQE arrives.
+// with EAGAIN. Never returns while the kernel may still use the buffers
+// `prepare` handed it.
 template <class Prepare>
 Result<int> io_op(Prepare&& prepare, const IoOptions& options = {}) {
   using P = std::remove_reference_t<Prepare>;
   static_assert(std::is_nothrow_invocable_v<P&, io_uring_sqe*>,
                 "the prepare callable must be noexcept(io_uring_sqe*)");
-  return detail::run_io([](void* ctx, io_uring_sqe* sqe) noexcept { (*static_cast<P*>(ctx))(sqe); },
-                        const_cast<std::remove_const_t<P>*>(&prepare), options);
+  return detail::run_sqe(
+      [](void* ctx, io_uring_sqe* sqe) noexcept { (*static_cast<P*>(ctx))(sqe); },
+      const_cast<std::remove_const_t<P>*>(&prepare), options);
 }
 
 }  // namespace spindle

@@ -19,12 +19,12 @@ namespace spindle::this_fiber {
 Result<void> yield();
 
 // Like yield(), but the fiber runs again only after its worker has also
-// passed through its ring (submitted the queued operations and collected the
+// passed through its I/O backend (started the queued operations and collected the
 // completions ready by then) and run the fibers those completions woke. For
 // batching: a fiber that gathers work from others, such as a group commit,
 // calls it until a pass brings nothing new. Returns errc::aborted if the
 // fiber is aborted. Plain thread: std::this_thread::yield.
-// Suspends: for a NOP through the worker's ring, then as yield().
+// Suspends: for an io::nop() on the worker's I/O backend, then as yield().
 Result<void> yield_to_io();
 
 // A hint for batching, given just before the fiber parks to wait for others'

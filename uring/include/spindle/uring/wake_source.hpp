@@ -1,6 +1,6 @@
-// WakeSource: an eventfd watched by a multishot poll in a ring, so another
-// thread can end the ring owner's blocking wait.
-// Nothing here blocks or suspends (the eventfd is non-blocking).
+// WakeSource: a multishot poll of an eventfd in a ring, so another thread
+// can end the ring owner's blocking wait by writing the eventfd.
+// Nothing here blocks or suspends (the eventfd must be non-blocking).
 #pragma once
 
 #include <cstdint>
@@ -11,12 +11,13 @@ namespace spindle::uring {
 
 class Ring;
 
-// signal() is thread-safe (one eventfd write); everything else is affine to the
-// thread of the ring it is armed in.
+// Affine to the thread of the ring it is armed in. Other threads only write
+// the eventfd.
 class WakeSource : private Completion {
  public:
-  WakeSource();  // throws std::system_error if eventfd() fails
-  ~WakeSource();
+  // Watches `eventfd` (EFD_NONBLOCK), which it does not own; the fd must
+  // stay open while a poll of it may be armed.
+  explicit WakeSource(int eventfd) noexcept;
   WakeSource(const WakeSource&) = delete;
   WakeSource& operator=(const WakeSource&) = delete;
 
@@ -28,10 +29,8 @@ class WakeSource : private Completion {
   // poll down), then the WakeSource. Arm in at most one ring at a time.
   void arm(Ring& ring) noexcept;
 
-  // Makes the eventfd readable; a no-op if it already is. One write syscall.
-  void signal() noexcept;
-
-  // True if a wake CQE arrived since the last call; drains the eventfd.
+  // True if a wake CQE arrived since the last call. The caller then drains
+  // the eventfd, so that the next write is a fresh edge for the poll.
   bool consume() noexcept;
 
   bool armed() const noexcept { return armed_; }
@@ -40,7 +39,7 @@ class WakeSource : private Completion {
  private:
   static void on_cqe(Completion* self, int res, std::uint32_t flags) noexcept;
 
-  int fd_ = -1;
+  const int fd_;
   bool armed_ = false;
   bool fired_ = false;
 };

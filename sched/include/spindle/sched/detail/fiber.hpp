@@ -17,10 +17,6 @@
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/detail/task.hpp"
 
-namespace spindle::uring {
-class Operation;
-}
-
 namespace spindle::detail {
 
 class WorkerRemote;
@@ -28,6 +24,7 @@ class TimerHeap;
 class Scheduler;
 class LocalSlots;
 struct Identity;
+struct IoRequest;
 struct TaskRecord;
 
 // A fiber is spawned (control block and closure only: no stack), becomes ready
@@ -98,8 +95,8 @@ class Fiber : public Task {
   ListLinks<Fiber> ready_links;                  // while ready in a worker's pinned list
   WorkerRemote* pinned = nullptr;                // if set, resumes only on this worker
   TimerHeap* timer_heap = nullptr;               // holds the current park's timer, if any
-  std::atomic<WorkerRemote*> io_owner{nullptr};  // worker whose ring holds the kIo park's op
-  uring::Operation* io_op = nullptr;             // valid while parked in kIo
+  std::atomic<WorkerRemote*> io_owner{nullptr};  // worker whose backend holds the kIo park's op
+  IoRequest* io_request = nullptr;               // valid while parked in kIo
 
   fiber::Stack stack;                      // taken when the fiber first runs
   std::optional<fiber::Context> context;   // exists while the fiber has a stack

@@ -27,7 +27,7 @@ enum class WakeReason : std::uint8_t { kNotified, kTimedOut, kAborted };
 enum class ParkKind : std::uint64_t {
   kNone = 0,             // not parked
   kInterruptible = 1,    // notify, deadline or abort
-  kIo = 2,               // only the operation's CQE (abort and deadline cancel the op)
+  kIo = 2,               // only the operation's completion (abort and deadline cancel it)
   kUninterruptible = 3,  // notify or deadline; abort waits until it ends
 };
 

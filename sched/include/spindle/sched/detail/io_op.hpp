@@ -1,0 +1,128 @@
+// IoOp: one I/O operation as the backends see it: what to do and its
+// arguments, with no kernel interface in it. Each backend turns it into its
+// own form (an SQE; a non-blocking system call and a readiness wait; a call
+// on the blocking pool). The calls of spindle/sched/io.hpp build one and run
+// it with run_io().
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "spindle/base/result.hpp"
+
+struct io_uring_sqe;
+struct statx;
+
+namespace spindle {
+struct IoOptions;
+}
+
+namespace spindle::detail {
+
+using IoPrepareFn = void (*)(void* ctx, io_uring_sqe* sqe) noexcept;
+
+enum class IoCode : std::uint8_t {
+  kNop,
+  kAccept,
+  kConnect,
+  kRecv,
+  kSend,
+  kSendmsg,
+  kRead,
+  kWrite,
+  kFsync,
+  kOpenat,
+  kStatx,
+  kMkdirat,
+  kUnlinkat,
+  kRenameat,
+  kFtruncate,
+  kPoll,
+  kSqe,  // io_op: any SQE, prepared by the caller (io_uring only)
+};
+
+// "recv", "fsync", ...: for dumps.
+const char* io_code_name(IoCode code) noexcept;
+
+// A value type; its pointers are the caller's, alive until the call returns.
+struct IoOp {
+  struct Accept {
+    sockaddr* addr;
+    socklen_t* len;
+    int flags;
+  };
+  struct Connect {
+    const sockaddr* addr;
+    socklen_t len;
+  };
+  struct Transfer {  // recv, send
+    void* buf;
+    std::size_t len;
+    int flags;
+  };
+  struct Sendmsg {
+    const msghdr* msg;
+    int flags;
+  };
+  struct Read {
+    void* buf;
+    std::size_t len;
+    std::uint64_t offset;  // io::kStreamOffset: the fd's position
+    int rw_flags;
+  };
+  struct Write {
+    const iovec* iov;
+    unsigned count;
+    std::uint64_t offset;
+    int rw_flags;
+  };
+  struct Path {  // openat, statx, mkdirat, unlinkat
+    const char* path;
+    int flags;
+    unsigned mode;  // open and mkdir mode, statx mask
+    struct statx* statx;
+  };
+  struct Rename {
+    const char* old_path;
+    int new_dirfd;
+    const char* new_path;
+    unsigned flags;
+  };
+  struct Sqe {
+    IoPrepareFn prepare;
+    void* ctx;
+  };
+
+  IoOp(IoCode c, int f, bool wait = false) noexcept : code(c), expect_wait(wait), fd(f) {}
+
+  IoCode code;
+  // IoOptions::expect_wait.
+  bool expect_wait;
+  // The fd, or the directory fd of a path operation (old_dirfd of a rename).
+  int fd;
+  union {
+    Accept accept;
+    Connect connect;
+    Transfer transfer;
+    Sendmsg sendmsg;
+    Read read;
+    Write write;
+    Path path;
+    Rename rename;
+    Sqe sqe;
+    bool datasync;         // fsync
+    std::uint64_t length;  // ftruncate
+    unsigned events;       // poll
+  };
+};
+
+// `op` on the calling worker's backend, again after EINTR (and, after a
+// yield, EAGAIN), until it completes, fails, times out or is aborted: the
+// contract of spindle/sched/io.hpp. Fiber-only.
+Result<int> run_io(const IoOp& op, const IoOptions& options);
+
+}  // namespace spindle::detail

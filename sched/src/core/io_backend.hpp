@@ -1,0 +1,56 @@
+// IoBackend: the worker's side of the I/O seam. A worker hands its backend
+// the time to work (service), its sleep when operations are pending (wait),
+// the deadlines its timing wheel expires and the cancels its mailbox
+// receives; what an operation is, and how a fiber parks on one, is the io/
+// layer's (io/driver.hpp), which implements this interface once per kind of
+// backend (io_uring, epoll).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace spindle {
+struct Config;
+}
+
+namespace spindle::detail {
+
+class EventFd;
+class Fiber;
+struct WheelEntry;
+
+// Worker-affine: made on its worker's thread, used only there.
+class IoBackend {
+ public:
+  virtual ~IoBackend() = default;
+
+  // "io_uring" or "epoll".
+  virtual const char* name() const noexcept = 0;
+  // Operations started and not yet completed. While any are, the worker
+  // sleeps in wait(), where their completions end its sleep.
+  virtual std::size_t pending() const noexcept = 0;
+  // Starts what was issued since the last call and completes at most `max`
+  // operations (each makes its fiber ready); never blocks.
+  virtual void service(std::size_t max) noexcept = 0;
+  // Like service(), after blocking until at least `completions` operations
+  // can complete (a hint), the worker's EventFd is signalled, or `timeout`
+  // passes (none: no limit).
+  virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
+                    std::size_t max) noexcept = 0;
+  // The deadline of an operation on this backend expired (the entry it put
+  // in the worker's timing wheel).
+  virtual void expire(WheelEntry* entry) noexcept = 0;
+  // The worker got a CancelIo message: cancels the operation of `fiber`'s
+  // kIo park `epoch` if the fiber is still parked on it here.
+  virtual void cancel_parked(Fiber* fiber, std::uint64_t epoch) noexcept = 0;
+};
+
+// Makes a worker's backend, on the worker's thread; `wake` is the worker's
+// EventFd, which the backend's wait() must watch. Throws what the backend's
+// set-up throws.
+using IoBackendFactory = std::unique_ptr<IoBackend> (*)(const Config& config, EventFd& wake);
+
+}  // namespace spindle::detail

@@ -1,0 +1,79 @@
+// IoDriver: what every backend adds to the worker's IoBackend interface:
+// performing one operation for a fiber, and cancelling one. Deadlines and
+// abort messages are handled here once for all backends, in terms of
+// cancel().
+#pragma once
+
+#include <optional>
+
+#include "core/current.hpp"
+#include "core/io_backend.hpp"
+#include "core/scheduler.hpp"
+#include "core/worker.hpp"
+#include "spindle/base/errc.hpp"
+#include "spindle/sched/io.hpp"
+#include "time/coarse_clock.hpp"
+
+namespace spindle::detail {
+
+struct IoRequest;
+
+// Worker-affine, like IoBackend.
+class IoDriver : public IoBackend {
+ public:
+  // Whether perform() can run operations of `code` (the caller finds
+  // another way, or fails with errc::unsupported, for those it cannot).
+  virtual bool supports(IoCode code) const noexcept = 0;
+  // One try of `op` for the calling fiber `f`, which runs on this driver's
+  // worker (run_io's step): refusal() first, then at most one park, after
+  // which it returns on whatever worker then runs the fiber, never while the
+  // kernel may still use the operation's buffers. EINTR and EAGAIN come
+  // back as errnos: run_io tries again.
+  virtual Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept = 0;
+  // Asks the backend to end `r` early; it still completes through
+  // complete_io(), once the kernel holds no reference to its buffers. A
+  // no-op for a request already completing.
+  virtual void cancel(IoRequest& r) noexcept = 0;
+
+  // Operations parked on (park_on_io) and not yet completed (complete_io).
+  std::size_t pending() const noexcept final { return in_flight_; }
+  std::size_t in_flight() const noexcept { return in_flight_; }
+  void count_started() noexcept { ++in_flight_; }
+  void count_ended() noexcept { --in_flight_; }
+
+  void expire(WheelEntry* entry) noexcept final;
+  void cancel_parked(Fiber* fiber, std::uint64_t epoch) noexcept final;
+
+ private:
+  std::size_t in_flight_ = 0;
+};
+
+// The driver of the calling thread's worker.
+inline IoDriver& current_driver() noexcept {
+  Worker* w = current_worker();
+  SPINDLE_ASSERT(w != nullptr, "spindle I/O called outside a fiber");
+  return static_cast<IoDriver&>(w->io());
+}
+
+// Counts and logs (at most once a second per runtime) an operation refused
+// because the calling worker has `limit` operations in flight.
+void refuse_over_limit(std::size_t limit) noexcept;
+
+// The refusals that come before an operation of fiber `f` starts on `d`:
+// errc::aborted for an aborted fiber (cancellable calls), errc::timed_out
+// for a deadline already past, errc::io_limit when `d` has
+// Config::max_io_in_flight operations in flight.
+inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions& o) noexcept {
+  if (o.cancellable && f->aborted()) return errc::aborted;
+  if (o.deadline != kNoDeadline && !surely_ahead(o.deadline) && o.deadline <= Clock::now()) {
+    return errc::timed_out;
+  }
+  if (const std::size_t limit = f->scheduler().config.max_io_in_flight; d.in_flight() >= limit)
+      [[unlikely]] {
+    refuse_over_limit(limit);
+    return errc::io_limit;
+  }
+  return std::nullopt;
+}
+
+}  // namespace spindle::detail

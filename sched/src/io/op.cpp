@@ -1,0 +1,45 @@
+#include "spindle/sched/detail/io_op.hpp"
+
+namespace spindle::detail {
+
+const char* io_code_name(IoCode code) noexcept {
+  switch (code) {
+    case IoCode::kNop:
+      return "nop";
+    case IoCode::kAccept:
+      return "accept";
+    case IoCode::kConnect:
+      return "connect";
+    case IoCode::kRecv:
+      return "recv";
+    case IoCode::kSend:
+      return "send";
+    case IoCode::kSendmsg:
+      return "sendmsg";
+    case IoCode::kRead:
+      return "read";
+    case IoCode::kWrite:
+      return "write";
+    case IoCode::kFsync:
+      return "fsync";
+    case IoCode::kOpenat:
+      return "openat";
+    case IoCode::kStatx:
+      return "statx";
+    case IoCode::kMkdirat:
+      return "mkdirat";
+    case IoCode::kUnlinkat:
+      return "unlinkat";
+    case IoCode::kRenameat:
+      return "renameat";
+    case IoCode::kFtruncate:
+      return "ftruncate";
+    case IoCode::kPoll:
+      return "poll";
+    case IoCode::kSqe:
+      return "sqe";
+  }
+  return "?";
+}
+
+}  // namespace spindle::detail

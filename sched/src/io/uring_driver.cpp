@@ -1,0 +1,191 @@
+// The io_uring backend: the life of one operation, from the fiber to its SQE
+// and back.
+//
+//   perform()        on the fiber: a UringRequest on its stack, park_on_io()
+//   start()          on the worker, once the fiber's context is saved and its
+//                    park armed: Ring::submit() has prepare_sqe() fill the SQE
+//   service()/wait() one io_uring_enter hands the turn's SQEs to the kernel;
+//                    a later one reaps the CQE
+//   on_cqe()         the CQE (and the cancel's, if one was issued): complete_io()
+//                    makes the fiber ready
+//   perform() returns on the fiber, on whatever worker now runs it.
+//
+// A deadline or an abort only asks for a cancel (Ring::cancel); the request
+// still ends by its own CQE, after which the kernel holds nothing of it.
+
+#include "io/uring_driver.hpp"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+
+#include "io/request.hpp"
+#include "park/event_fd.hpp"
+#include "spindle/base/unique_fd.hpp"
+#include "spindle/sched/config.hpp"
+#include "spindle/sched/context.hpp"
+#include "spindle/uring/probe.hpp"
+
+namespace spindle::detail {
+namespace {
+
+constexpr std::uint8_t kOpFtruncate = 55;  // IORING_OP_FTRUNCATE (Linux 6.9); liburing 2.3 lacks it
+
+void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
+  switch (op.code) {
+    case IoCode::kNop:
+      io_uring_prep_nop(sqe);
+      return;
+    case IoCode::kAccept:
+      io_uring_prep_accept(sqe, op.fd, op.accept.addr, op.accept.len, op.accept.flags);
+      return;
+    case IoCode::kConnect:
+      io_uring_prep_connect(sqe, op.fd, op.connect.addr, op.connect.len);
+      return;
+    case IoCode::kRecv:
+      io_uring_prep_recv(sqe, op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags);
+      if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+      return;
+    case IoCode::kSend:
+      io_uring_prep_send(sqe, op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags);
+      if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+      return;
+    case IoCode::kSendmsg:
+      io_uring_prep_sendmsg(sqe, op.fd, op.sendmsg.msg, static_cast<unsigned>(op.sendmsg.flags));
+      return;
+    case IoCode::kRead:
+      io_uring_prep_read(sqe, op.fd, op.read.buf, static_cast<unsigned>(op.read.len),
+                         op.read.offset);
+      sqe->rw_flags = op.read.rw_flags;
+      return;
+    case IoCode::kWrite:
+      if (op.write.count == 1) {
+        io_uring_prep_write(sqe, op.fd, op.write.iov[0].iov_base,
+                            static_cast<unsigned>(op.write.iov[0].iov_len), op.write.offset);
+      } else {
+        io_uring_prep_writev(sqe, op.fd, op.write.iov, op.write.count, op.write.offset);
+      }
+      sqe->rw_flags = op.write.rw_flags;
+      // XFS and btrfs take a buffered RWF_DSYNC write inline and then wait
+      // for the disk inside io_uring_enter, blocking the worker: a sync
+      // write always goes to an io-wq thread.
+      if ((op.write.rw_flags & RWF_DSYNC) != 0) sqe->flags |= IOSQE_ASYNC;
+      return;
+    case IoCode::kFsync:
+      io_uring_prep_fsync(sqe, op.fd, op.datasync ? IORING_FSYNC_DATASYNC : 0);
+      return;
+    case IoCode::kOpenat:
+      io_uring_prep_openat(sqe, op.fd, op.path.path, op.path.flags | O_CLOEXEC, op.path.mode);
+      return;
+    case IoCode::kStatx:
+      io_uring_prep_statx(sqe, op.fd, op.path.path, op.path.flags, op.path.mode, op.path.statx);
+      return;
+    case IoCode::kMkdirat:
+      io_uring_prep_mkdirat(sqe, op.fd, op.path.path, op.path.mode);
+      return;
+    case IoCode::kUnlinkat:
+      io_uring_prep_unlinkat(sqe, op.fd, op.path.path, op.path.flags);
+      return;
+    case IoCode::kRenameat:
+      io_uring_prep_renameat(sqe, op.fd, op.rename.old_path, op.rename.new_dirfd,
+                             op.rename.new_path, op.rename.flags);
+      return;
+    case IoCode::kFtruncate:
+      // io_uring_prep_rw zeroes what io_ftruncate_prep requires zero
+      // (rw_flags, addr, len, buf_index, splice_fd_in, addr3).
+      io_uring_prep_rw(kOpFtruncate, sqe, op.fd, nullptr, 0, op.length);
+      return;
+    case IoCode::kPoll:
+      io_uring_prep_poll_add(sqe, op.fd, op.events);
+      return;
+    case IoCode::kSqe:
+      op.sqe.prepare(op.sqe.ctx, sqe);
+      return;
+  }
+}
+
+// ftruncate(2) on the blocking pool, for a ring without IORING_OP_FTRUNCATE.
+// The pool may outlive an aborted caller's wait: it gets its own fd.
+Result<int> ftruncate_on_pool(int fd, std::uint64_t length) noexcept {
+  const int dup = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) return errno_failure(errno);
+  try {
+    auto done = spawn_blocking([held = UniqueFd(dup), length]() -> int {
+      return ::ftruncate(held.get(), static_cast<off_t>(length)) == 0 ? 0 : errno;
+    });
+    auto r = done.join();
+    if (!r) return failure(r.error());
+    if (*r != 0) return errno_failure(*r);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return errno_failure(ENOMEM);
+  }
+}
+
+struct UringRequest final : IoRequest, uring::Operation {
+  UringRequest(UringDriver& d, Fiber* f, const IoOp& o, const IoOptions& options) noexcept
+      : IoRequest(d, f, o, options), uring::Operation(&prepare, &on_cqe) {}
+
+  static void prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept {
+    prepare_sqe(*static_cast<UringRequest*>(self)->op, sqe);
+  }
+  // On the owning worker, when the CQE (and any cancel's CQE) arrived.
+  static void on_cqe(uring::Operation* self, int res, std::uint32_t flags) noexcept {
+    complete_io(*static_cast<UringRequest*>(self), res, flags);
+  }
+};
+
+}  // namespace
+
+UringDriver::UringDriver(const Config& config, EventFd& wake)
+    : wake_(wake),
+      wake_poll_(wake.fd()),
+      ring_(uring::RingOptions{config.ring_entries, config.on_log}) {}
+
+void UringDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
+                       std::size_t max) noexcept {
+  wake_poll_.arm(ring_);
+  ring_.wait(timeout, completions, max);
+  if (wake_poll_.consume()) wake_.drain();
+}
+
+bool UringDriver::supports(IoCode code) const noexcept {
+  if (code != IoCode::kFtruncate) return true;
+  // One probe ring, once per process.
+  static const bool has_ftruncate = [] {
+    try {
+      return uring::require_kernel_support().op_ftruncate;
+    } catch (...) {
+      return false;
+    }
+  }();
+  return has_ftruncate;
+}
+
+Result<int> UringDriver::perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
+  if (auto refused = refusal(*this, f, options)) [[unlikely]]
+    return failure(*refused);
+  if (op.code == IoCode::kFtruncate && !supports(IoCode::kFtruncate)) [[unlikely]] {
+    return ftruncate_on_pool(op.fd, op.length);
+  }
+  UringRequest r(*this, f, op, options);
+  park_on_io(r, &publish);
+  return io_result(r);
+}
+
+void UringDriver::publish(void* request) noexcept {
+  auto& r = *static_cast<UringRequest*>(static_cast<IoRequest*>(request));
+  static_cast<UringDriver&>(r.driver).ring_.submit(&r);
+  published(r);
+}
+
+void UringDriver::cancel(IoRequest& r) noexcept { ring_.cancel(static_cast<UringRequest*>(&r)); }
+
+std::unique_ptr<IoBackend> make_uring_backend(const Config& config, EventFd& wake) {
+  return std::make_unique<UringDriver>(config, wake);
+}
+
+}  // namespace spindle::detail
