@@ -32,9 +32,9 @@ int serve(std::string_view program, const ServerFlags& flags, const ServerHooks&
     if (!started) return 1;
     if (!started->empty()) details = std::move(*started) + ", ";
   }
-  fmt::print("{}: listening on {} ({}{} worker{}, up to {} connections)\n", program,
+  fmt::print("{}: listening on {} ({}{} worker{}, {}, up to {} connections)\n", program,
              listener->local_addr().value().to_string(), details, flags.workers,
-             flags.workers == 1 ? "" : "s", limit.max());
+             flags.workers == 1 ? "" : "s", current_runtime().io_backend(), limit.max());
   std::fflush(stdout);
   // Connections are children of the root, not of the acceptor, whose end
   // would abort them.

@@ -203,11 +203,14 @@ inline Finished run_program(const std::vector<std::string>& argv, Ms timeout,
 }
 
 // A server from apps/ on 127.0.0.1 with a port of its choosing, started and
-// waited for ("listening on 127.0.0.1:PORT" on its stdout).
+// waited for ("listening on 127.0.0.1:PORT" on its stdout); run through
+// `launcher` (a program and its arguments that then runs the server), if
+// one is given.
 class Server {
  public:
-  Server(const std::string& binary, std::vector<std::string> extra = {})
-      : process_(argv(binary, std::move(extra))) {
+  Server(const std::string& binary, std::vector<std::string> extra = {},
+         std::vector<std::string> launcher = {})
+      : process_(argv(binary, std::move(extra), std::move(launcher))) {
     auto line = process_.wait_for_line("listening on 127.0.0.1:", Ms(10'000));
     if (!line) {
       process_.wait(Ms(1000));
@@ -230,8 +233,10 @@ class Server {
   }
 
  private:
-  static std::vector<std::string> argv(const std::string& binary, std::vector<std::string> extra) {
-    std::vector<std::string> a{binary, "--listen", "127.0.0.1:0", "--workers", "2"};
+  static std::vector<std::string> argv(const std::string& binary, std::vector<std::string> extra,
+                                       std::vector<std::string> launcher) {
+    std::vector<std::string> a = std::move(launcher);
+    a.insert(a.end(), {binary, "--listen", "127.0.0.1:0", "--workers", "2"});
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }

@@ -6,7 +6,6 @@
 // lost or delivered twice: each one written is either returned by exactly one
 // read or still unread in its socket, never consumed by a read that then
 // reported errc::aborted. Seeded: the seed is printed; SPINDLE_SEED=<n> replays it.
-#include <liburing.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <span>
 #include <system_error>
 #include <utility>
 #include <vector>
@@ -140,9 +140,7 @@ TEST_CASE("stress: 10000 aborts racing read completions lose no data and leak no
             const int fd = pairs[i % kPairs].reader;
             std::array<char, 2 * sizeof(MessageId)> buf{};
             started.fetch_add(1, std::memory_order_relaxed);
-            auto r = spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-              io_uring_prep_recv(sqe, fd, buf.data(), buf.size(), 0);
-            });
+            auto r = spindle::io::recv(fd, std::as_writable_bytes(std::span(buf)), 0);
             ReadOutcome& o = outcomes[i];
             if (r) {
               o.kind = ReadOutcome::kData;

@@ -16,10 +16,11 @@ BlockingPool::BlockingPool(std::size_t max_threads, std::function<void(BlockingT
 
 BlockingPool::~BlockingPool() { close(); }
 
-bool BlockingPool::submit(BlockingTask* task) {
+bool BlockingPool::enqueue(BlockingTask* task, PoolJob* job) {
   ThreadLock lock(mutex_);
   if (!open_) return false;
-  queue_.push_back(task);
+  if (task) queue_.push_back(task);
+  if (job) jobs_.push_back(job);
   if (idle_ > 0) {
     cv_.notify_one();
     return true;
@@ -37,6 +38,10 @@ bool BlockingPool::submit(BlockingTask* task) {
   if (threads_.size() < max_threads_) threads_.emplace_back([this] { worker_main(); });
   return true;
 }
+
+bool BlockingPool::submit(BlockingTask* task) { return enqueue(task, nullptr); }
+
+bool BlockingPool::submit(PoolJob* job) { return enqueue(nullptr, job); }
 
 void BlockingPool::close() {
   std::deque<BlockingTask*> dropped;
@@ -58,11 +63,20 @@ void BlockingPool::close() {
 void BlockingPool::worker_main() {
   ThreadLock lock(mutex_);
   for (;;) {
+    if (!jobs_.empty()) {
+      PoolJob* job = jobs_.front();
+      jobs_.pop_front();
+      lock.unlock();
+      job->run();
+      lock.lock();
+      continue;
+    }
     if (queue_.empty()) {
       if (!open_) return;
       ++idle_;
-      const bool woke = lock.wait_for(
-          cv_, kKeepAlive, [this]() SPINDLE_REQUIRES(mutex_) { return !queue_.empty() || !open_; });
+      const bool woke = lock.wait_for(cv_, kKeepAlive, [this]() SPINDLE_REQUIRES(mutex_) {
+        return !queue_.empty() || !jobs_.empty() || !open_;
+      });
       --idle_;
       if (!woke) {
         exited_.push_back(std::this_thread::get_id());

@@ -12,14 +12,12 @@
 #include <memory>
 #include <optional>
 
-namespace spindle {
-struct Config;
-}
-
 namespace spindle::detail {
 
 class EventFd;
 class Fiber;
+class Scheduler;
+class WorkerRemote;
 struct WheelEntry;
 
 // Worker-affine: made on its worker's thread, used only there.
@@ -46,11 +44,15 @@ class IoBackend {
   // The worker got a CancelIo message: cancels the operation of `fiber`'s
   // kIo park `epoch` if the fiber is still parked on it here.
   virtual void cancel_parked(Fiber* fiber, std::uint64_t epoch) noexcept = 0;
+  // The worker got an IoDone message: the blocking pool finished the
+  // operation `fiber` is parked on here, which this backend handed it.
+  virtual void offload_done(Fiber* fiber) noexcept = 0;
 };
 
-// Makes a worker's backend, on the worker's thread; `wake` is the worker's
-// EventFd, which the backend's wait() must watch. Throws what the backend's
-// set-up throws.
-using IoBackendFactory = std::unique_ptr<IoBackend> (*)(const Config& config, EventFd& wake);
+// Makes the backend of worker `self` of `scheduler`, on the worker's thread;
+// `wake` is the worker's EventFd, which the backend's wait() must watch.
+// Throws what the backend's set-up throws.
+using IoBackendFactory = std::unique_ptr<IoBackend> (*)(Scheduler& scheduler, WorkerRemote& self,
+                                                        EventFd& wake);
 
 }  // namespace spindle::detail

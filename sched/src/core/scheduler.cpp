@@ -26,9 +26,10 @@ std::string describe_exception(const std::exception_ptr& e) {
 ThreadMutex debug_schedulers_mutex;
 Scheduler* debug_schedulers = nullptr;
 
-Scheduler::Scheduler(const Config& c, IoBackendFactory io)
+Scheduler::Scheduler(const Config& c, IoBackendFactory io, const char* io_name)
     : config(c),
       io_factory(io),
+      io_backend(io_name),
       stack_pool(c.stack_size),
       idle(c.workers),
       metrics(std::make_shared<Metrics>(c.workers)),

@@ -42,12 +42,14 @@ extern Scheduler* debug_schedulers SPINDLE_GUARDED_BY(debug_schedulers_mutex);
 // Thread-safe unless noted.
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
  public:
-  // `io` makes each worker's I/O backend.
-  Scheduler(const Config& config, IoBackendFactory io);
+  // `io` makes each worker's I/O backend, `io_name` ("io_uring", "epoll")
+  // says which.
+  Scheduler(const Config& config, IoBackendFactory io, const char* io_name);
   ~Scheduler();
 
   const Config config;
   const IoBackendFactory io_factory;
+  const char* const io_backend;
   fiber::StackPool stack_pool;
   GlobalQueue global;
   IdleSet idle;

@@ -64,7 +64,7 @@ void fiber_main(void* arg) {
 Worker::Worker(Scheduler& scheduler, Placement placement, std::size_t index)
     : blocks_(block_depot()),
       remote_(scheduler, placement, index, &wake_fd_),
-      io_(scheduler.io_factory(scheduler.config, wake_fd_)),
+      io_(scheduler.io_factory(scheduler, remote_, wake_fd_)),
       timers_(&park_waiting),
       wheel_(scheduler.config.timeout_wheel_tick,
              std::max(scheduler.config.connect_timeout, scheduler.config.read_write_timeout),
@@ -489,6 +489,9 @@ void Worker::apply_mail() noexcept {
       case MailMessage::Kind::kCancelIo:
         io_->cancel_parked(m.fiber, m.epoch);
         m.fiber->unref();
+        break;
+      case MailMessage::Kind::kIoDone:
+        io_->offload_done(m.fiber);
         break;
     }
   }

@@ -22,8 +22,10 @@
 #include <cerrno>
 #include <new>
 
+#include "core/scheduler.hpp"
 #include "io/request.hpp"
 #include "park/event_fd.hpp"
+#include "spindle/base/assert.hpp"
 #include "spindle/base/unique_fd.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/context.hpp"
@@ -184,8 +186,12 @@ void UringDriver::publish(void* request) noexcept {
 
 void UringDriver::cancel(IoRequest& r) noexcept { ring_.cancel(static_cast<UringRequest*>(&r)); }
 
-std::unique_ptr<IoBackend> make_uring_backend(const Config& config, EventFd& wake) {
-  return std::make_unique<UringDriver>(config, wake);
+void UringDriver::offload_done(Fiber*) noexcept {
+  SPINDLE_ASSERT(false, "an IoDone message for the io_uring backend");
+}
+
+std::unique_ptr<IoBackend> make_uring_backend(Scheduler& scheduler, WorkerRemote&, EventFd& wake) {
+  return std::make_unique<UringDriver>(scheduler.config, wake);
 }
 
 }  // namespace spindle::detail

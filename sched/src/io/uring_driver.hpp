@@ -21,6 +21,8 @@ class UringDriver final : public IoDriver {
   bool supports(IoCode code) const noexcept override;
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   void cancel(IoRequest& r) noexcept override;
+  // Nothing of this backend goes to the blocking pool by message.
+  void offload_done(Fiber* fiber) noexcept override;
 
  private:
   static void publish(void* request) noexcept;
@@ -30,6 +32,7 @@ class UringDriver final : public IoDriver {
   uring::Ring ring_;
 };
 
-std::unique_ptr<IoBackend> make_uring_backend(const Config& config, EventFd& wake);
+std::unique_ptr<IoBackend> make_uring_backend(Scheduler& scheduler, WorkerRemote& self,
+                                              EventFd& wake);
 
 }  // namespace spindle::detail

@@ -84,6 +84,7 @@ Entry describe_node(Node* node, int depth, bool complete, const Fiber* caller, s
 
 // What a dump captured while the workers were held.
 struct Listing {
+  const char* io_backend = "";
   std::vector<Entry> entries;
   bool complete = true;  // every worker was held: states exact, stacks captured
 };
@@ -96,6 +97,7 @@ Listing capture(Scheduler& s) {
   const std::uint64_t now = coarse_now_ms();
 
   Listing listing;
+  listing.io_backend = s.io_backend;
   std::size_t captured = 0;
   listing.complete = s.roster.pause(self ? &self->remote() : nullptr, kPauseWait);
   // Depth-first from the root; each node on the stack holds a reference.
@@ -133,7 +135,8 @@ Listing capture(Scheduler& s) {
 
 // The listing's text, backtraces symbolized. Any thread; slow (see above).
 std::string format(const Listing& listing) {
-  std::string out = fmt::format("spindle: {} live tasks", listing.entries.size());
+  std::string out = fmt::format("spindle: {} live tasks on the {} backend", listing.entries.size(),
+                                listing.io_backend);
   if (!listing.complete) {
     out +=
         " (a worker is still running a fiber that has not suspended: states are approximate and "

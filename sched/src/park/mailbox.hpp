@@ -1,5 +1,6 @@
 // Mailbox: what other threads hand to one worker: fibers pinned to it that
-// were woken elsewhere, and requests to cancel an operation on its I/O backend.
+// were woken elsewhere, requests to cancel an operation on its I/O backend,
+// and operations of its backend that the blocking pool finished.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,7 @@ struct MailMessage {
   enum class Kind : std::uint8_t {
     kResume,    // `fiber` (pinned to this worker) is ready
     kCancelIo,  // cancel the op `fiber` waits on in park `epoch`; holds a fiber reference
+    kIoDone,    // the blocking pool finished the op `fiber` is parked on (park `epoch`)
   };
   Kind kind;
   Fiber* fiber;

@@ -59,11 +59,10 @@
 #include "core/current.hpp"
 #include "core/scheduler.hpp"
 #include "core/worker.hpp"
-#include "io/uring_driver.hpp"
 #include "observe/stall_detector.hpp"
+#include "runtime/io_choice.hpp"
 #include "spindle/fiber/overflow.hpp"
 #include "spindle/sched/context.hpp"
-#include "spindle/uring/probe.hpp"
 #include "time/coarse_clock.hpp"
 
 namespace spindle {
@@ -136,8 +135,11 @@ std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::str
 }  // namespace
 
 std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
-  return std::make_shared<Scheduler>(config, &make_uring_backend);
+  const IoChoice io = choose_io_backend(config);
+  return std::make_shared<Scheduler>(config, io.factory, io.name);
 }
+
+const char* io_backend(const Scheduler& scheduler) noexcept { return scheduler.io_backend; }
 
 Node& root_node(Scheduler& scheduler) noexcept { return *scheduler.root; }
 
@@ -168,7 +170,6 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
     std::rethrow_exception(error);
   };
   try {
-    uring::require_kernel_support();
     static std::once_flag handler_once;
     std::call_once(handler_once, [] { fiber::install_overflow_handler(&describe_overflow); });
     w0.emplace(*s, Placement::kPool, 0);

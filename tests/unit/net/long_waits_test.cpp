@@ -3,7 +3,6 @@
 // that new work has to queue behind.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <liburing.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,13 +91,11 @@ TEST_CASE("thousands of reads waiting on one worker do not hold up its accepts a
       [&] {
         std::atomic<std::size_t> started{0};
         std::vector<std::array<char, 8>> bufs(kWaiters);
-        std::vector<spindle::JoinHandle<int>> readers;
+        std::vector<spindle::JoinHandle<std::size_t>> readers;
         for (std::size_t i = 0; i < kWaiters; ++i) {
           readers.push_back(spindle::spawn([&, i] {
             ++started;
-            return spindle::io_op([&](io_uring_sqe* sqe) noexcept {
-                     io_uring_prep_read(sqe, pipes[i], bufs[i].data(), bufs[i].size(), 0);
-                   })
+            return spindle::io::read(pipes[i], std::as_writable_bytes(std::span(bufs[i])), 0)
                 .value();
           }));
         }
@@ -131,9 +129,8 @@ TEST_CASE("thousands of reads waiting on one worker do not hold up its accepts a
         std::size_t right = 0;
         for (std::size_t i = 0; i < kWaiters; ++i) {
           const std::string word = std::to_string(i);
-          const int n = readers[i].join().value();
-          if (n == static_cast<int>(word.size()) &&
-              std::string(bufs[i].data(), static_cast<std::size_t>(n)) == word) {
+          const std::size_t n = readers[i].join().value();
+          if (n == word.size() && std::string(bufs[i].data(), n) == word) {
             ++right;
           }
         }

@@ -1,4 +1,3 @@
-#include <liburing.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -41,10 +40,8 @@ TEST_CASE("idle workers with I/O in flight burn no CPU either", "[idle]") {
   const auto cpu = spindle::test::run([&] {
     char c;
     // A read that never completes keeps the worker's ring busy while it parks.
-    spindle::spawn([&] {
-      (void)spindle::io_op(
-          [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &c, 1, 0); });
-    });
+    spindle::spawn(
+        [&] { (void)spindle::io::read(fds[0], std::as_writable_bytes(std::span(&c, 1)), 0); });
     (void)spindle::this_fiber::sleep_for(50ms);
     const auto before = process_cpu();
     (void)spindle::this_fiber::sleep_for(1s);

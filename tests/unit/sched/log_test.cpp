@@ -1,7 +1,6 @@
 // Config::on_log: every message of the runtime goes to the sink with its
 // level: a task's exception, a limit reached, code's own runtime_log().
 #include <fcntl.h>
-#include <liburing.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -51,13 +50,10 @@ TEST_CASE("on_log receives a task's exception, a limit reached and runtime_log's
         int fds[2];
         REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
         char a = 0, b = 0;
-        auto reader = spindle::spawn([&] {
-          return spindle::io_op(
-              [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &a, 1, 0); });
-        });
+        auto reader = spindle::spawn(
+            [&] { return spindle::io::read(fds[0], std::as_writable_bytes(std::span(&a, 1)), 0); });
         REQUIRE(spindle::this_fiber::yield());  // one worker: the reader is parked in its read
-        auto refused = spindle::io_op(
-            [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &b, 1, 0); });
+        auto refused = spindle::io::read(fds[0], std::as_writable_bytes(std::span(&b, 1)), 0);
         CHECK(refused.error() == spindle::errc::io_limit);
         REQUIRE(::write(fds[1], "x", 1) == 1);
         CHECK(reader.join().value().value() == 1);

@@ -1,9 +1,9 @@
 #include <fcntl.h>
-#include <liburing.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,8 +49,7 @@ TEST_CASE("shutdown aborts fibers pending on every worker and waits for them", "
           spindle::spawn([&] {
             started.done();
             char c;
-            auto r = spindle::io_op(
-                [&](io_uring_sqe* sqe) noexcept { io_uring_prep_read(sqe, fds[0], &c, 1, 0); });
+            auto r = spindle::io::read(fds[0], std::as_writable_bytes(std::span(&c, 1)), 0);
             if (!r && r.error() == errc::aborted) readers++;
           });
         }
@@ -87,18 +86,15 @@ TEST_CASE("a write started by an aborted fiber completes during shutdown", "[shu
   const int fd = ::open("/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   REQUIRE(fd >= 0);
   const std::string data(1 << 20, 'w');
-  // One worker: once `started` is set the writer runs on into io_op without a
+  // One worker: once `started` is set the writer runs on into io::write without a
   // suspension point, so the root runs again only after the write is in flight.
   std::atomic<bool> started{false};
   spindle::Runtime rt(spindle::Config{.workers = 1});
   rt.run([&] {
     spindle::spawn([&] {
       started = true;
-      (void)spindle::io_op(
-          [&](io_uring_sqe* sqe) noexcept {
-            io_uring_prep_write(sqe, fd, data.data(), static_cast<unsigned>(data.size()), 0);
-          },
-          {.cancellable = false});
+      const iovec v{const_cast<char*>(data.data()), data.size()};
+      (void)spindle::io::write(fd, std::span(&v, 1), 0, 0, {.cancellable = false});
     });
     while (!started) (void)tf::yield();
   });

@@ -24,6 +24,19 @@ struct IdleSpinner {
   static constexpr IdleSpinner disabled() noexcept { return {0, 0, 0}; }
 };
 
+// The kernel interface that performs a runtime's I/O.
+enum class IoBackendKind : std::uint8_t {
+  // io_uring where it can be set up with what spindle needs, else epoll,
+  // with one log line (on_log) naming the cause.
+  kAuto,
+  // io_uring, or Runtime::run throws saying what is missing and how to allow
+  // it.
+  kIoUring,
+  // epoll: sockets and pipes by readiness, file operations on the blocking
+  // pool (spawn_blocking's threads, Config::blocking_threads).
+  kEpoll,
+};
+
 // Plain aggregate; set fields with designated initializers:
 //   spindle::Runtime rt(spindle::Config{.workers = 4});
 // Runtime's constructor calls validate().
@@ -36,6 +49,10 @@ struct Config {
   // io_uring_enter hands to the kernel (more are handed over early); rounded
   // up to a power of two, at most 32768. Not a cap on operations in flight.
   std::uint32_t ring_entries = 1024;
+  // The I/O backend. The environment variable SPINDLE_IO_BACKEND (auto,
+  // io_uring or epoll), when set, overrides it: a program can be switched
+  // without a rebuild.
+  IoBackendKind io_backend = IoBackendKind::kAuto;
   // Per-worker cap on I/O operations in flight (each an io_op, an idle
   // connection's read among them; each holds kernel memory until it ends).
   // One more fails at once with errc::io_limit, and the runtime logs a

@@ -41,6 +41,10 @@ class RuntimeHandle {
   // True until shutdown begins.
   bool running() const noexcept { return detail::accepting(*scheduler_); }
 
+  // The I/O backend the runtime chose (Config::io_backend): "io_uring" or
+  // "epoll".
+  std::string_view io_backend() const noexcept { return detail::io_backend(*scheduler_); }
+
   // Every live fiber of the runtime (id, name, state, what it waits for, age),
   // indented by the supervision tree, with a symbolized backtrace of each
   // suspended one. Holds all workers between fibers while it reads their

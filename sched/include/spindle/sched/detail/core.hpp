@@ -46,6 +46,8 @@ Stopper& stopper(Scheduler& scheduler) noexcept;
 bool accepting(const Scheduler& scheduler) noexcept;
 // RuntimeHandle::dump().
 std::string dump(Scheduler& scheduler);
+// "io_uring" or "epoll".
+const char* io_backend(const Scheduler& scheduler) noexcept;
 
 // Admits a new fiber under `parent` and queues it. If the runtime is shutting
 // down or `parent` is aborted, the fiber completes as aborted and its body

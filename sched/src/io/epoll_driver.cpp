@@ -1,0 +1,422 @@
+// The epoll backend: the life of one receive.
+//
+//   perform()   on the fiber: recv(MSG_DONTWAIT) at once; done unless EAGAIN
+//               (with IoOptions::expect_wait the try is skipped)
+//   park()      an EpollRequest on the fiber's stack, park_on_io()
+//   publish()   on the worker, the fiber's park armed: watch() adds it to
+//               its fd's waiters and arms the fd one-shot (EPOLL_CTL_MOD, or
+//               ADD for an fd not yet in the set)
+//   service()/wait()  epoll_wait reports the fd; dispatch() completes the
+//               waiters its events answer (complete_io) and re-arms for the
+//               others
+//   perform() returns EINTR on the fiber, wherever it now runs, and run_io
+//               tries the receive again at once.
+//
+// A wait holds no buffer: cancelling one (deadline, abort) only unlinks it.
+// A call on the blocking pool (files: reads the page cache cannot serve at
+// once, writes, syncs, opens, ...) cannot be cancelled: it ends when the
+// call returns, and the pool thread hands it back through the worker's
+// mailbox (MailMessage::kIoDone). Completions never run inside a publish:
+// finish_later() queues them for the next service.
+//
+// One-shot arming re-arms per wait (one epoll_ctl), and tolerates what a
+// persistent registration would not: an fd closed and its number reused by
+// another file (MOD says ENOENT and the fd is added again), and waiters of
+// one fd on several workers, each in its own worker's set.
+
+#include "io/epoll_driver.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <system_error>
+
+#include "core/scheduler.hpp"
+#include "core/worker_remote.hpp"
+#include "park/event_fd.hpp"
+#include "spindle/base/assert.hpp"
+#include "spindle/sched/this_fiber.hpp"
+
+namespace spindle::detail {
+namespace {
+
+constexpr std::uint64_t kWakeKey = ~std::uint64_t{0};
+constexpr std::uint32_t kImmediateBudget = 64;
+constexpr int kMaxEvents = 64;  // per epoll_wait
+
+int sys(long ret) noexcept { return ret >= 0 ? static_cast<int>(ret) : -errno; }
+
+off_t offset_of(std::uint64_t offset) noexcept {
+  return offset == io::kStreamOffset ? -1 : static_cast<off_t>(offset);
+}
+
+// preadv2/pwritev2 at `offset`; a pipe or socket (ESPIPE) at its position.
+long read_at(int fd, const iovec* iov, int n, std::uint64_t offset, int flags) noexcept {
+  long r = ::preadv2(fd, iov, n, offset_of(offset), flags);
+  if (r < 0 && errno == ESPIPE) r = ::preadv2(fd, iov, n, -1, flags);
+  return r;
+}
+
+long write_at(int fd, const iovec* iov, int n, std::uint64_t offset, int flags) noexcept {
+  long r = ::pwritev2(fd, iov, n, offset_of(offset), flags);
+  if (r < 0 && errno == ESPIPE) r = ::pwritev2(fd, iov, n, -1, flags);
+  return r;
+}
+
+// The events a readiness wait for `op` waits for.
+std::uint32_t readiness(const IoOp& op) noexcept {
+  switch (op.code) {
+    case IoCode::kAccept:
+    case IoCode::kRecv:
+    case IoCode::kRead:
+      return EPOLLIN | EPOLLRDHUP;
+    case IoCode::kConnect:
+    case IoCode::kSend:
+    case IoCode::kSendmsg:
+    case IoCode::kWrite:
+      return EPOLLOUT;
+    case IoCode::kPoll:
+      return op.events;  // poll(2)'s POLLIN, POLLOUT, ... are epoll's bits
+    default:
+      return 0;
+  }
+}
+
+// Operations that run on the blocking pool: those on regular files that
+// have no non-blocking form, and writes that wait for the disk.
+bool on_pool(const IoOp& op) noexcept {
+  switch (op.code) {
+    case IoCode::kFsync:
+    case IoCode::kOpenat:
+    case IoCode::kStatx:
+    case IoCode::kMkdirat:
+    case IoCode::kUnlinkat:
+    case IoCode::kRenameat:
+    case IoCode::kFtruncate:
+      return true;
+    case IoCode::kWrite:
+      return (op.write.rw_flags & (RWF_DSYNC | RWF_SYNC)) != 0;
+    default:
+      return false;
+  }
+}
+
+// A read or write whose RWF_NOWAIT was refused (EOPNOTSUPP): still
+// -EOPNOTSUPP for a regular file (the pool's), -EAGAIN for a stream not
+// ready for `events`, else `call()`, the plain call, which then does not
+// block.
+template <class Call>
+int without_nowait(int fd, short events, Call call) noexcept {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return -errno;
+  if (S_ISREG(st.st_mode)) return -EOPNOTSUPP;
+  pollfd p{fd, events, 0};
+  const int n = ::poll(&p, 1, 0);
+  if (n < 0) return -errno;
+  return n == 0 ? -EAGAIN : call();
+}
+
+// One try that does not block: the result, or -errno (-EAGAIN: not ready).
+int try_now(const IoOp& op) noexcept {
+  switch (op.code) {
+    case IoCode::kAccept:
+      return sys(::accept4(op.fd, op.accept.addr, op.accept.len, op.accept.flags));
+    case IoCode::kRecv:
+      return sys(::recv(op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags | MSG_DONTWAIT));
+    case IoCode::kSend:
+      return sys(::send(op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags | MSG_DONTWAIT));
+    case IoCode::kSendmsg:
+      return sys(::sendmsg(op.fd, op.sendmsg.msg, op.sendmsg.flags | MSG_DONTWAIT));
+    case IoCode::kRead: {
+      const iovec v{op.read.buf, op.read.len};
+      const int r = sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags | RWF_NOWAIT));
+      if (r != -EOPNOTSUPP) return r;
+      return without_nowait(op.fd, POLLIN, [&] {
+        return sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags));
+      });
+    }
+    case IoCode::kWrite: {
+      const int n = static_cast<int>(op.write.count);
+      const int r =
+          sys(write_at(op.fd, op.write.iov, n, op.write.offset, op.write.rw_flags | RWF_NOWAIT));
+      if (r != -EOPNOTSUPP) return r;
+      return without_nowait(op.fd, POLLOUT, [&] {
+        return sys(write_at(op.fd, op.write.iov, n, op.write.offset, op.write.rw_flags));
+      });
+    }
+    case IoCode::kPoll: {
+      pollfd p{op.fd, static_cast<short>(op.events), 0};
+      const int n = ::poll(&p, 1, 0);
+      if (n < 0) return -errno;
+      return n == 0 ? -EAGAIN : p.revents;
+    }
+    default:
+      return -EINVAL;
+  }
+}
+
+// The blocking system call of an operation on the pool.
+int call_blocking(const IoOp& op) noexcept {
+  switch (op.code) {
+    case IoCode::kRead: {
+      const iovec v{op.read.buf, op.read.len};
+      return sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags));
+    }
+    case IoCode::kWrite:
+      return sys(write_at(op.fd, op.write.iov, static_cast<int>(op.write.count), op.write.offset,
+                          op.write.rw_flags));
+    case IoCode::kFsync:
+      return sys(op.datasync ? ::fdatasync(op.fd) : ::fsync(op.fd));
+    case IoCode::kOpenat:
+      return sys(::openat(op.fd, op.path.path, op.path.flags | O_CLOEXEC, op.path.mode));
+    case IoCode::kStatx:
+      return sys(::statx(op.fd, op.path.path, op.path.flags, op.path.mode, op.path.statx));
+    case IoCode::kMkdirat:
+      return sys(::mkdirat(op.fd, op.path.path, op.path.mode));
+    case IoCode::kUnlinkat:
+      return sys(::unlinkat(op.fd, op.path.path, op.path.flags));
+    case IoCode::kRenameat:
+      return sys(::renameat2(op.fd, op.rename.old_path, op.rename.new_dirfd, op.rename.new_path,
+                             op.rename.flags));
+    case IoCode::kFtruncate:
+      return sys(::ftruncate(op.fd, static_cast<off_t>(op.length)));
+    default:
+      return -EINVAL;
+  }
+}
+
+// Accept and connect try at once, so the socket must not block.
+int ensure_nonblocking(int fd) noexcept {
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0) return errno;
+  if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno;
+  return 0;
+}
+
+}  // namespace
+
+void EpollRequest::run() noexcept {
+  pool_result = call_blocking(*op);
+  // The last touch of this request: once the owner has the message, the
+  // fiber may complete, resume and leave the frame that holds it.
+  owner->send({MailMessage::Kind::kIoDone, fiber, epoch});
+}
+
+EpollDriver::EpollDriver(EventFd& wake, BlockingPool& pool, WorkerRemote& self)
+    : wake_(wake), pool_(pool), self_(self), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+  if (!epoll_) throw std::system_error(errno, std::system_category(), "spindle: epoll_create1");
+  epoll_event ev{};
+  ev.events = EPOLLIN;  // level-triggered: readable until wait() drains it
+  ev.data.u64 = kWakeKey;
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, wake.fd(), &ev) != 0) {
+    throw std::system_error(errno, std::system_category(), "spindle: epoll_ctl of the wake fd");
+  }
+}
+
+Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
+  if (auto refused = refusal(*this, f, options)) [[unlikely]]
+    return failure(*refused);
+  using Mode = EpollRequest::Mode;
+  if (op.code == IoCode::kNop) return park(f, op, options, Mode::kNext);
+  if (on_pool(op)) return park(f, op, options, Mode::kPool);
+  if (op.code == IoCode::kAccept || op.code == IoCode::kConnect) {
+    if (const int err = ensure_nonblocking(op.fd)) return errno_failure(err);
+  }
+  if (op.code == IoCode::kConnect) {
+    if (::connect(op.fd, op.connect.addr, op.connect.len) == 0) return 0;
+    if (errno != EINPROGRESS && errno != EINTR) return errno_failure(errno);
+    auto r = park(f, op, options, Mode::kWatch, EPOLLOUT);  // `this` may be another worker's now
+    if (!r) return r;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(op.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) return errno_failure(errno);
+    if (err != 0) return errno_failure(err);
+    return 0;
+  }
+  if (!op.expect_wait) {
+    const int res = try_now(op);
+    if (res >= 0) {
+      if (++immediate_ == kImmediateBudget) {
+        immediate_ = 0;
+        if (auto y = this_fiber::yield(); !y) return failure(y.error());
+      }
+      return res;
+    }
+    // RWF_NOWAIT refused (a file system without it): the call on the pool.
+    if (res == -EOPNOTSUPP && (op.code == IoCode::kRead || op.code == IoCode::kWrite)) {
+      return park(f, op, options, Mode::kPool);
+    }
+    if (res != -EAGAIN) return errno_failure(-res);
+  }
+  immediate_ = 0;
+  auto r = park(f, op, options, Mode::kWatch, readiness(op));  // `this` may be another's now
+  if (!r) {
+    // epoll refuses regular files (EPERM): a read the page cache could not
+    // serve at once runs on the pool of whichever worker runs the fiber now.
+    if (r.error() == std::errc::operation_not_permitted &&
+        (op.code == IoCode::kRead || op.code == IoCode::kWrite)) {
+      return static_cast<EpollDriver&>(current_driver()).park(f, op, options, Mode::kPool);
+    }
+    return r;
+  }
+  if (op.code == IoCode::kPoll) return r;
+  // Ready: try again here, on whatever worker this is; if the fd is not
+  // ready after all, run_io comes back to wait again.
+  const int res = try_now(op);
+  if (res >= 0) return res;
+  return errno_failure(res == -EAGAIN ? EINTR : -res);
+}
+
+Result<int> EpollDriver::park(Fiber* f, const IoOp& op, const IoOptions& options,
+                              EpollRequest::Mode mode, std::uint32_t events) {
+  EpollRequest r(*this, f, op, options, mode, events, &self_);
+  park_on_io(r, &publish);
+  return io_result(r);
+}
+
+void EpollDriver::publish(void* request) noexcept {
+  auto& r = static_cast<EpollRequest&>(*static_cast<IoRequest*>(request));
+  auto& d = static_cast<EpollDriver&>(r.driver);
+  if (r.mode == EpollRequest::Mode::kNext) {
+    d.finish_later(r, 0);
+  } else if (r.mode == EpollRequest::Mode::kPool) {
+    // The pool closes only after every worker has left its loop.
+    const bool queued = d.pool_.submit(&r);
+    SPINDLE_ASSERT(queued, "an I/O call for a closed blocking pool");
+  } else {
+    d.watch(r);
+  }
+  published(r);
+}
+
+void EpollDriver::watch(EpollRequest& r) noexcept {
+  const int fd = r.op->fd;
+  if (fd < 0) {
+    finish_later(r, -EBADF);
+    return;
+  }
+  if (fds_.size() <= static_cast<std::size_t>(fd)) fds_.resize(static_cast<std::size_t>(fd) + 1);
+  Watched& w = fds_[static_cast<std::size_t>(fd)];
+  w.waiters.push_back(&r);
+  if (const int err = arm(fd, w)) {
+    w.waiters.remove(&r);
+    finish_later(r, -err);
+  }
+}
+
+int EpollDriver::arm(int fd, Watched& w) noexcept {
+  epoll_event ev{};
+  ev.events = EPOLLONESHOT;
+  for (EpollRequest* x = w.waiters.front(); x; x = Waiters::next(x)) ev.events |= x->interest;
+  ev.data.u64 = static_cast<std::uint64_t>(fd);
+  int rc = ::epoll_ctl(epoll_.get(), w.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  if (rc != 0 && errno == ENOENT) {
+    rc = ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);  // closed since: a new file
+  } else if (rc != 0 && errno == EEXIST) {
+    rc = ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
+  }
+  if (rc != 0) return errno;
+  w.in_set = true;
+  return 0;
+}
+
+void EpollDriver::finish_later(EpollRequest& r, int result) noexcept {
+  r.pool_result = result;
+  r.finishing = true;
+  finished_.push_back(&r);
+}
+
+void EpollDriver::complete_finished() noexcept {
+  while (EpollRequest* r = finished_.front()) {
+    finished_.remove(r);
+    complete_io(*r, r->pool_result, 0);
+  }
+}
+
+void EpollDriver::cancel(IoRequest& request) noexcept {
+  auto& r = static_cast<EpollRequest&>(request);
+  // A call on the pool runs to its end; a finishing request has its result.
+  if (r.mode != EpollRequest::Mode::kWatch || r.finishing) return;
+  fds_[static_cast<std::size_t>(r.op->fd)].waiters.remove(&r);
+  finish_later(r, -ECANCELED);
+}
+
+void EpollDriver::offload_done(Fiber* fiber) noexcept {
+  auto& r = static_cast<EpollRequest&>(*fiber->io_request);
+  complete_io(r, r.pool_result, 0);
+}
+
+void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
+  for (int i = 0; i < n; ++i) {
+    const epoll_event& ev = events[i];
+    if (ev.data.u64 == kWakeKey) {
+      wake_.drain();
+      continue;
+    }
+    const auto fd = static_cast<std::size_t>(ev.data.u64);
+    if (fd >= fds_.size()) continue;
+    Watched& w = fds_[fd];
+    // One-shot: the fd is disarmed now. Complete the waiters its events
+    // answer (an error or hang-up answers all), re-arm for the rest.
+    const std::uint32_t got = ev.events;
+    const bool all = (got & (EPOLLERR | EPOLLHUP)) != 0;
+    for (EpollRequest* x = w.waiters.front(); x;) {
+      EpollRequest* next = Waiters::next(x);
+      if (all || (x->interest & got) != 0) {
+        w.waiters.remove(x);
+        const bool poll = x->op->code == IoCode::kPoll;
+        complete_io(*x, poll ? static_cast<int>(got & (x->interest | EPOLLERR | EPOLLHUP)) : 0,
+                    got);
+      }
+      x = next;
+    }
+    if (!w.waiters.empty()) {
+      if (const int err = arm(static_cast<int>(fd), w)) {
+        while (EpollRequest* x = w.waiters.front()) {
+          w.waiters.remove(x);
+          complete_io(*x, -err, 0);
+        }
+      }
+    }
+  }
+}
+
+void EpollDriver::service(std::size_t max) noexcept {
+  complete_finished();
+  if (in_flight() == 0) return;
+  epoll_event events[kMaxEvents];
+  const int n = ::epoll_wait(epoll_.get(), events,
+                             static_cast<int>(std::min<std::size_t>(max, kMaxEvents)), 0);
+  if (n > 0) dispatch(events, n);
+}
+
+void EpollDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t /*completions*/,
+                       std::size_t max) noexcept {
+  if (!finished_.empty()) timeout = std::chrono::nanoseconds::zero();
+  timespec ts{};
+  const timespec* tsp = nullptr;
+  if (timeout) {
+    const std::int64_t ns = std::max<std::int64_t>(timeout->count(), 0);
+    ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    tsp = &ts;
+  }
+  epoll_event events[kMaxEvents];
+  const int n = ::epoll_pwait2(
+      epoll_.get(), events, static_cast<int>(std::min<std::size_t>(max, kMaxEvents)), tsp, nullptr);
+  if (n > 0) dispatch(events, n);
+  complete_finished();
+}
+
+std::unique_ptr<IoBackend> make_epoll_backend(Scheduler& scheduler, WorkerRemote& self,
+                                              EventFd& wake) {
+  return std::make_unique<EpollDriver>(wake, scheduler.blocking, self);
+}
+
+}  // namespace spindle::detail

@@ -1,0 +1,98 @@
+// EpollDriver: the I/O backend where io_uring is refused. A socket, pipe or
+// other pollable fd is tried at once without blocking; on EAGAIN the fiber
+// parks until the worker's epoll reports the fd ready, then tries again.
+// Regular-file operations run on the blocking pool. Deadlines, aborts and
+// cross-thread wakes end the same epoll_wait.
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/blocking_pool.hpp"
+#include "io/request.hpp"
+#include "spindle/base/intrusive_list.hpp"
+#include "spindle/base/unique_fd.hpp"
+
+namespace spindle::detail {
+
+class WorkerRemote;
+
+// An operation of the epoll backend while its fiber is parked on it: a wait
+// for its fd's readiness, or a call on the blocking pool.
+struct EpollRequest final : IoRequest, PoolJob {
+  enum class Mode : std::uint8_t {
+    kWatch,  // a wait for the fd's readiness
+    kPool,   // the blocking call on the pool
+    kNext,   // done at the next service (a nop)
+  };
+
+  EpollRequest(IoDriver& d, Fiber* f, const IoOp& o, const IoOptions& options, Mode m,
+               std::uint32_t events, WorkerRemote* home) noexcept
+      : IoRequest(d, f, o, options), mode(m), interest(events), owner(home) {}
+
+  // On a pool thread: the blocking system call, then the result home.
+  void run() noexcept override;
+
+  ListLinks<EpollRequest> links;  // in its fd's waiters, or the finished list
+  const Mode mode;
+  const std::uint32_t interest;  // kWatch: EPOLLIN, EPOLLOUT, ...
+  WorkerRemote* const owner;     // the worker the pool hands the result back to
+  int pool_result = 0;           // written by the pool thread before it hands back
+  bool finishing = false;        // in the finished list: its result is set
+};
+
+// Worker-affine, like every driver; the pool's threads reach it only
+// through the worker's mailbox.
+class EpollDriver final : public IoDriver {
+ public:
+  // Throws std::system_error if epoll_create1 or epoll_ctl fails.
+  EpollDriver(EventFd& wake, BlockingPool& pool, WorkerRemote& self);
+
+  const char* name() const noexcept override { return "epoll"; }
+  void service(std::size_t max) noexcept override;
+  void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
+            std::size_t max) noexcept override;
+  void offload_done(Fiber* fiber) noexcept override;
+  bool supports(IoCode code) const noexcept override { return code != IoCode::kSqe; }
+  Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
+  void cancel(IoRequest& r) noexcept override;
+
+ private:
+  using Waiters = IntrusiveList<EpollRequest, &EpollRequest::links>;
+  // One fd of this worker's epoll set.
+  struct Watched {
+    Waiters waiters;
+    bool in_set = false;  // added and not known to be gone (a close removes it silently)
+  };
+
+  static void publish(void* request) noexcept;
+  // Parks the fiber on `op` in `mode` (a kWatch for `events`); the result of
+  // the wait or call.
+  Result<int> park(Fiber* f, const IoOp& op, const IoOptions& options, EpollRequest::Mode mode,
+                   std::uint32_t events = 0);
+  // Adds `r` to its fd's waiters and arms the fd one-shot for every waiter's
+  // events.
+  void watch(EpollRequest& r) noexcept;
+  int arm(int fd, Watched& w) noexcept;
+  // Completes `r` with `result` at the next service: never inside a publish.
+  void finish_later(EpollRequest& r, int result) noexcept;
+  void dispatch(const epoll_event* events, int n) noexcept;
+  void complete_finished() noexcept;
+
+  EventFd& wake_;
+  BlockingPool& pool_;
+  WorkerRemote& self_;
+  UniqueFd epoll_;
+  std::vector<Watched> fds_;
+  Waiters finished_;
+  // Immediate completions in a row: every kImmediateBudget-th yields, so a
+  // fiber whose fd is always ready lets the others run.
+  std::uint32_t immediate_ = 0;
+};
+
+std::unique_ptr<IoBackend> make_epoll_backend(Scheduler& scheduler, WorkerRemote& self,
+                                              EventFd& wake);
+
+}  // namespace spindle::detail
