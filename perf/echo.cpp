@@ -1,12 +1,15 @@
 #include "echo.hpp"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -15,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <system_error>
 
@@ -31,10 +35,6 @@ constexpr int kClientCpu = 1;
 constexpr std::size_t kSpareFds = 64;
 // The server must listen within this long of its start.
 constexpr int kStartTimeoutMs = 10'000;
-
-[[noreturn]] void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::system_category(), what);
-}
 
 // Pins the calling thread, and every thread it starts later, to `cpu`.
 void pin_to_cpu(int cpu) {
@@ -168,6 +168,26 @@ class ServerProcess {
 };
 
 }  // namespace
+
+UniqueFd listen_loopback(std::uint16_t& port, int socket_flags) {
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | socket_flags, 0));
+  if (!fd) throw_errno("echo server: socket");
+  const int one = 1;
+  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
+    throw_errno("echo server: setsockopt");
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd.get(), std::numeric_limits<int>::max()) != 0 ||
+      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    throw_errno("echo server: bind/listen");
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
 
 Row measure_echo(const Params& p, std::size_t connections, std::string_view impl,
                  const EchoServer& serve) {

@@ -5,15 +5,34 @@
 // is what separates servers once one client core is the bottleneck.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <string_view>
+#include <system_error>
 
 #include "row.hpp"
+#include "unique_fd.hpp"
 #include "workloads.hpp"
 
 namespace spindle::perf {
+
+[[noreturn]] inline void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::system_category(), what);
+}
+
+// A raw loop's connection, by fd: its buffer (as large as the spindle
+// server's read buffer) and how much of what the last receive brought went
+// back out.
+inline constexpr unsigned kEchoBuffer = 16 * 1024;
+struct EchoConn {
+  std::unique_ptr<char[]> buf;  // null: no connection on this fd
+  unsigned len = 0;             // bytes the last receive brought
+  unsigned sent = 0;            // of them, sent so far
+};
 
 // An echo server: binds 127.0.0.1 on a free port, calls listening(port) once
 // connections can arrive, then serves until it is killed. It runs in a
@@ -25,5 +44,11 @@ using EchoServer = std::function<void(const std::function<void(std::uint16_t por
 // the server's CPU time in the window; its workers is 1 (the server's).
 Row measure_echo(const Params& p, std::size_t connections, std::string_view impl,
                  const EchoServer& serve);
+
+// A listening socket on 127.0.0.1 on a free port (set in `port`), made with
+// `socket_flags` (SOCK_NONBLOCK) besides SOCK_CLOEXEC, with a backlog as
+// large as net.core.somaxconn allows (as net::ListenOptions). Throws
+// std::system_error.
+UniqueFd listen_loopback(std::uint16_t& port, int socket_flags);
 
 }  // namespace spindle::perf

@@ -84,10 +84,22 @@ std::vector<Workload> workloads() {
   auto at_least = [](double v) { return Target{Target::On::kHeadline, v}; };
   auto echo = [&](std::string_view name, std::size_t connections) {
     return Variant{name, "raw-uring",
-                   [connections](const Params& p) { return spindle_echo(p, connections); },
+                   [connections](const Params& p) {
+                     return spindle_echo(p, connections, IoBackendKind::kIoUring);
+                   },
                    [connections](const Params& p) { return raw_echo(p, connections); }, cpu_per_req,
                    // CPU per request at most 0.9 times the raw loop's.
                    Target{Target::On::kRatio, 1 / 0.9}};
+  };
+  auto echo_epoll = [&](std::string_view name, std::size_t connections) {
+    return Variant{name, "raw-epoll",
+                   [connections](const Params& p) {
+                     return spindle_echo(p, connections, IoBackendKind::kEpoll);
+                   },
+                   [connections](const Params& p) { return raw_epoll_echo(p, connections); },
+                   cpu_per_req,
+                   // CPU per request within 1.1 times the raw epoll loop's.
+                   Target{Target::On::kRatio, 1 / 1.1}};
   };
   return {
       {"spawn_many",
@@ -118,6 +130,7 @@ std::vector<Workload> workloads() {
        {{"pipe_pingpong", "raw-uring", spindle_pipe_pingpong, raw_pipe_pingpong, rate,
          std::nullopt}}},
       {"echo", {echo("echo_100", 100), echo("echo_1000", 1'000), echo("echo_10000", 10'000)}},
+      {"echo_epoll", {echo_epoll("echo_epoll_100", 100), echo_epoll("echo_epoll_1000", 1'000)}},
       {"file_randread",
        {{"file_randread", "fio", spindle_file_randread, fio_file_randread, rate,
          Target{Target::On::kRatio, 0.90}, fio_missing}},

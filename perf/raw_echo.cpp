@@ -27,25 +27,11 @@
 namespace spindle::perf {
 namespace {
 
-constexpr unsigned kBufferSize = 16 * 1024;  // as the spindle server's read buffer
-// As net::ListenOptions: as large as net.core.somaxconn allows.
-constexpr int kBacklog = std::numeric_limits<int>::max();
-
 enum Op : std::uint64_t { kAccept, kRecv, kSend };
 
 // user_data: the fd and the operation. An fd names one connection at a time:
 // it is closed only when its one operation has completed.
 std::uint64_t tag(int fd, Op op) { return (static_cast<std::uint64_t>(fd) << 2) | op; }
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::system_category(), what);
-}
-
-struct Conn {
-  std::unique_ptr<char[]> buf;  // null: no connection on this fd
-  unsigned len = 0;             // bytes the last RECV brought
-  unsigned sent = 0;            // of them, sent so far
-};
 
 // Not thread-safe: one thread runs it.
 class EchoLoop {
@@ -98,7 +84,7 @@ class EchoLoop {
       throw_errno("echo server: setsockopt");
     }
     if (static_cast<std::size_t>(fd) >= conns_.size()) conns_.resize(fd + 1);
-    conns_[fd].buf = std::make_unique_for_overwrite<char[]>(kBufferSize);
+    conns_[fd].buf = std::make_unique_for_overwrite<char[]>(kEchoBuffer);
     post_recv(fd);
   }
 
@@ -115,12 +101,12 @@ class EchoLoop {
 
   void post_recv(int fd) {
     io_uring_sqe* sqe = ring_.sqe();
-    io_uring_prep_recv(sqe, fd, conns_[fd].buf.get(), kBufferSize, 0);
+    io_uring_prep_recv(sqe, fd, conns_[fd].buf.get(), kEchoBuffer, 0);
     io_uring_sqe_set_data64(sqe, tag(fd, kRecv));
   }
 
   void post_send(int fd) {
-    const Conn& c = conns_[fd];
+    const EchoConn& c = conns_[fd];
     io_uring_sqe* sqe = ring_.sqe();
     io_uring_prep_send(sqe, fd, c.buf.get() + c.sent, c.len - c.sent, MSG_NOSIGNAL);
     io_uring_sqe_set_data64(sqe, tag(fd, kSend));
@@ -128,29 +114,8 @@ class EchoLoop {
 
   RawRing ring_;
   UniqueFd listener_;
-  std::vector<Conn> conns_;  // by fd
+  std::vector<EchoConn> conns_;  // by fd
 };
-
-// A listening socket on 127.0.0.1, on a free port.
-UniqueFd listen_loopback(std::uint16_t& port) {
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) throw_errno("echo server: socket");
-  const int one = 1;
-  if (::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) {
-    throw_errno("echo server: setsockopt");
-  }
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(fd.get(), kBacklog) != 0 ||
-      ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw_errno("echo server: bind/listen");
-  }
-  port = ntohs(addr.sin_port);
-  return fd;
-}
 
 }  // namespace
 
@@ -158,7 +123,7 @@ Row raw_echo(const Params& p, std::size_t connections) {
   return measure_echo(p, connections, "raw-uring",
                       [](const std::function<void(std::uint16_t)>& listening) {
                         std::uint16_t port = 0;
-                        EchoLoop loop(listen_loopback(port));
+                        EchoLoop loop(listen_loopback(port, 0));
                         listening(port);
                         loop.run();
                       });

@@ -28,8 +28,9 @@ void echo(net::TcpStream& stream) {
   }
 }
 
-void serve(const Params& p, const std::function<void(std::uint16_t)>& listening) {
-  Runtime rt(Config{.workers = 1, .stack_size = p.stack_size});
+void serve(const Params& p, IoBackendKind backend,
+           const std::function<void(std::uint16_t)>& listening) {
+  Runtime rt(Config{.workers = 1, .io_backend = backend, .stack_size = p.stack_size});
   rt.run([&listening] {
     auto listener = net::TcpListener::bind(net::SocketAddress::loopback_v4()).value();
     listening(listener.local_addr().value().port());
@@ -45,10 +46,11 @@ void serve(const Params& p, const std::function<void(std::uint16_t)>& listening)
 
 }  // namespace
 
-Row spindle_echo(const Params& p, std::size_t connections) {
-  return measure_echo(
-      p, connections, "spindle",
-      [&p](const std::function<void(std::uint16_t)>& listening) { serve(p, listening); });
+Row spindle_echo(const Params& p, std::size_t connections, IoBackendKind backend) {
+  return measure_echo(p, connections, "spindle",
+                      [&p, backend](const std::function<void(std::uint16_t)>& listening) {
+                        serve(p, backend, listening);
+                      });
 }
 
 }  // namespace spindle::perf

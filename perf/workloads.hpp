@@ -11,6 +11,7 @@
 #include <string>
 
 #include "row.hpp"
+#include "spindle/sched/config.hpp"
 
 namespace spindle::perf {
 
@@ -93,8 +94,11 @@ Row raw_pipe_pingpong(const Params& p);
 // echo: a server on one worker pinned to CPU 0, driven by the closed-loop
 // client (echo_client.hpp) pinned to CPU 1 over `connections` connections.
 // spindle on net/ (spindle_net.cpp); a raw liburing loop (raw_echo.cpp).
-Row spindle_echo(const Params& p, std::size_t connections);
+Row spindle_echo(const Params& p, std::size_t connections, IoBackendKind backend);
 Row raw_echo(const Params& p, std::size_t connections);
+// The same on spindle's epoll backend, against a raw single-threaded epoll
+// loop (raw_epoll_echo.cpp).
+Row raw_epoll_echo(const Params& p, std::size_t connections);
 
 // file_randread: reads in flight: spindle's fibers, fio's iodepth over all its jobs.
 inline constexpr std::size_t kRandReadInFlight = 32;
