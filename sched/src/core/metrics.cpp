@@ -214,8 +214,10 @@ void count_task_finish(TaskRecord* r, std::size_t slot) noexcept {
   count_task(r, slot, &TaskRecord::Slot::finished);
 }
 
-Metrics::Metrics(std::size_t pool_workers)
-    : pool_workers_(pool_workers), pool_slots_(std::make_unique<StatSlot[]>(pool_workers)) {}
+Metrics::Metrics(std::size_t pool_workers, const char* io_backend)
+    : pool_workers_(pool_workers),
+      io_backend_(io_backend),
+      pool_slots_(std::make_unique<StatSlot[]>(pool_workers)) {}
 
 Metrics::~Metrics() = default;
 
@@ -326,6 +328,10 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
 
     sample(family("runtime_pending_operations", "I/O operations in flight.", MetricType::Gauge),
            gauge(StatSlot::index(Stat::kPendingOperations)));
+    sample(family("runtime_io_backend_info",
+                  "The I/O backend the runtime runs on (Config::io_backend), as its label.",
+                  MetricType::Gauge),
+           1.0, {{"backend", io_backend_}});
     auto& parks = family("runtime_worker_parks_total",
                          "Times a worker went to sleep with nothing to run.", MetricType::Counter);
     for (std::size_t i = 0; i < pool_workers_; ++i) {

@@ -114,7 +114,8 @@ struct alignas(64) StatSlot {
 // As a Collectable it yields the runtime_* families, summed at each Collect().
 class Metrics final : public prometheus::Collectable {
  public:
-  explicit Metrics(std::size_t pool_workers);
+  // `io_backend`: the runtime's I/O backend, a static string ("io_uring").
+  Metrics(std::size_t pool_workers, const char* io_backend);
   ~Metrics() override;
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
@@ -146,6 +147,7 @@ class Metrics final : public prometheus::Collectable {
 
  private:
   const std::size_t pool_workers_;
+  const char* const io_backend_;
   std::unique_ptr<StatSlot[]> pool_slots_;
   StatSlot shared_;
   prometheus::Registry registry_;

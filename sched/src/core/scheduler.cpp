@@ -32,7 +32,7 @@ Scheduler::Scheduler(const Config& c, IoBackendFactory io, const char* io_name)
       io_backend(io_name),
       stack_pool(c.stack_size),
       idle(c.workers),
-      metrics(std::make_shared<Metrics>(c.workers)),
+      metrics(std::make_shared<Metrics>(c.workers, io_name)),
       blocking(c.blocking_threads,
                [this](BlockingTask* t) { task_failed("blocking task", t->exception()); }) {
   metrics->attach_global_queue(&global);

@@ -67,6 +67,17 @@ TEST_CASE("a refused spawn counts as spawned and is finished at once", "[metrics
   });
 }
 
+TEST_CASE("runtime_io_backend_info names the runtime's I/O backend", "[metrics]") {
+  spindle::test::on_workers([] {
+    const auto text = scrape();
+    const std::string backend(spindle::current_runtime().io_backend());
+    CHECK((backend == "io_uring" || backend == "epoll"));
+    CHECK(metric_value(text, "runtime_io_backend_info", {{"backend", backend}}) == 1);
+    CHECK_FALSE(metric_value(text, "runtime_io_backend_info",
+                             {{"backend", backend == "epoll" ? "io_uring" : "epoll"}}));
+  });
+}
+
 TEST_CASE("the root and the dedicated and blocking executions have their own series", "[metrics]") {
   spindle::test::on_workers([] {
     const auto text = scrape();
