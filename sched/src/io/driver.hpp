@@ -37,7 +37,6 @@ class IoDriver : public IoBackend {
 
   // Operations parked on (park_on_io) and not yet completed (complete_io).
   std::size_t pending() const noexcept final { return in_flight_; }
-  std::size_t in_flight() const noexcept { return in_flight_; }
   void count_started() noexcept { ++in_flight_; }
   void count_ended() noexcept { --in_flight_; }
 
@@ -68,7 +67,7 @@ inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions&
   if (o.deadline != kNoDeadline && !surely_ahead(o.deadline) && o.deadline <= Clock::now()) {
     return errc::timed_out;
   }
-  if (const std::size_t limit = f->scheduler().config.max_io_in_flight; d.in_flight() >= limit)
+  if (const std::size_t limit = f->scheduler().config.max_io_in_flight; d.pending() >= limit)
       [[unlikely]] {
     refuse_over_limit(limit);
     return errc::io_limit;

@@ -335,7 +335,7 @@ void EpollDriver::finish_later(EpollRequest& r, int result) noexcept {
 void EpollDriver::complete_finished() noexcept {
   while (EpollRequest* r = finished_.front()) {
     finished_.remove(r);
-    complete_io(*r, r->pool_result, 0);
+    complete_io(*r, r->pool_result);
   }
 }
 
@@ -349,7 +349,7 @@ void EpollDriver::cancel(IoRequest& request) noexcept {
 
 void EpollDriver::offload_done(Fiber* fiber) noexcept {
   auto& r = static_cast<EpollRequest&>(*fiber->io_request);
-  complete_io(r, r.pool_result, 0);
+  complete_io(r, r.pool_result);
 }
 
 void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
@@ -371,8 +371,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
       if (all || (x->interest & got) != 0) {
         w.waiters.remove(x);
         const bool poll = x->op->code == IoCode::kPoll;
-        complete_io(*x, poll ? static_cast<int>(got & (x->interest | EPOLLERR | EPOLLHUP)) : 0,
-                    got);
+        complete_io(*x, poll ? static_cast<int>(got & (x->interest | EPOLLERR | EPOLLHUP)) : 0);
       }
       x = next;
     }
@@ -380,7 +379,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
       if (const int err = arm(static_cast<int>(fd), w)) {
         while (EpollRequest* x = w.waiters.front()) {
           w.waiters.remove(x);
-          complete_io(*x, -err, 0);
+          complete_io(*x, -err);
         }
       }
     }
@@ -389,7 +388,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
 
 void EpollDriver::service(std::size_t max) noexcept {
   complete_finished();
-  if (in_flight() == 0) return;
+  if (pending() == 0) return;
   epoll_event events[kMaxEvents];
   const int n = ::epoll_wait(epoll_.get(), events,
                              static_cast<int>(std::min<std::size_t>(max, kMaxEvents)), 0);

@@ -49,7 +49,6 @@ struct IoRequest {
   const Deadline deadline;
   IoDeadline deadline_entry;
   int result = 0;  // >= 0, or -errno
-  std::uint32_t flags = 0;
   const bool cancellable;
   bool timed_out = false;  // the deadline expired and cancelled it
   bool aborted = false;    // an abort cancelled it
@@ -101,10 +100,9 @@ inline Result<int> io_result(const IoRequest& r) noexcept {
 // The only waker of an I/O park: records the result and makes the fiber
 // ready. On the worker of `r.driver`, once the operation can no longer touch
 // its buffers.
-inline void complete_io(IoRequest& r, int result, std::uint32_t flags) noexcept {
+inline void complete_io(IoRequest& r, int result) noexcept {
   r.driver.count_ended();
   r.result = result;
-  r.flags = flags;
   if (r.deadline_entry.linked()) current_worker()->wheel().remove(&r.deadline_entry);
   Fiber* f = r.fiber;
   f->wake_reason = WakeReason::kNotified;

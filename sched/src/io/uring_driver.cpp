@@ -135,8 +135,8 @@ struct UringRequest final : IoRequest, uring::Operation {
     prepare_sqe(*static_cast<UringRequest*>(self)->op, sqe);
   }
   // On the owning worker, when the CQE (and any cancel's CQE) arrived.
-  static void on_cqe(uring::Operation* self, int res, std::uint32_t flags) noexcept {
-    complete_io(*static_cast<UringRequest*>(self), res, flags);
+  static void on_cqe(uring::Operation* self, int res, std::uint32_t) noexcept {
+    complete_io(*static_cast<UringRequest*>(self), res);
   }
 };
 
