@@ -11,6 +11,8 @@
 
 namespace spindle::net {
 
+TcpListener::TcpListener(UniqueFd fd) noexcept : fd_(std::move(fd)), fd_id_(io::new_fd_id()) {}
+
 void TcpListener::close() noexcept { fd_.reset(); }
 
 Result<TcpListener> TcpListener::bind(const SocketAddress& addr, ListenOptions options) {
@@ -37,7 +39,7 @@ Result<TcpStream> TcpListener::accept(Timeout timeout) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
     auto r = io::accept(fd, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_CLOEXEC,
-                        {.deadline = deadline});
+                        {.deadline = deadline, .fd_id = fd_id_});
     if (!r) {
       // The connection was reset while it waited in the queue: take the next.
       if (r.error() == std::errc::connection_aborted) continue;

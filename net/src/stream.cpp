@@ -43,8 +43,12 @@ std::span<std::byte> bytes(std::span<char> s) noexcept {
 
 }  // namespace
 
+TcpStream::TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept
+    : fd_(std::move(fd)), fd_id_(io::new_fd_id()), peer_(peer) {}
+
 TcpStream::TcpStream(TcpStream&& o) noexcept
     : fd_(std::move(o.fd_)),
+      fd_id_(std::exchange(o.fd_id_, 0)),
       peer_(o.peer_),
       buf_(std::move(o.buf_)),
       cap_(std::exchange(o.cap_, 0)),
@@ -59,6 +63,7 @@ TcpStream& TcpStream::operator=(TcpStream&& o) noexcept {
   if (this != &o) {
     close();
     fd_ = std::move(o.fd_);
+    fd_id_ = std::exchange(o.fd_id_, 0);
     peer_ = o.peer_;
     buf_ = std::move(o.buf_);
     cap_ = std::exchange(o.cap_, 0);
@@ -105,7 +110,8 @@ Result<std::size_t> TcpStream::recv_into(std::byte* out, std::size_t len, Deadli
   // answered yet, so skip the receive attempt that would find nothing.
   const bool expect_wait = drained_ && sent_.load(std::memory_order_relaxed);
   sent_.store(false, std::memory_order_relaxed);
-  auto r = io::recv(fd_.get(), {out, len}, 0, {.deadline = deadline, .expect_wait = expect_wait});
+  auto r = io::recv(fd_.get(), {out, len}, 0,
+                    {.deadline = deadline, .expect_wait = expect_wait, .fd_id = fd_id_});
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
@@ -211,7 +217,7 @@ Result<void> TcpStream::send_all(const std::byte* data, std::size_t len, Deadlin
   const int fd = fd_.get();
   while (done < len) {
     const std::size_t n = std::min(len - done, kMaxOpBytes);
-    auto r = io::send(fd, {data + done, n}, MSG_NOSIGNAL, {.deadline = deadline});
+    auto r = io::send(fd, {data + done, n}, MSG_NOSIGNAL, {.deadline = deadline, .fd_id = fd_id_});
     if (!r || *r == 0) {
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());
@@ -262,7 +268,7 @@ Result<void> TcpStream::writev(std::span<const iovec> bufs, Timeout timeout) {
     msghdr msg{};
     msg.msg_iov = scratch.data();
     msg.msg_iovlen = count;
-    auto r = io::sendmsg(fd, msg, MSG_NOSIGNAL, {.deadline = deadline});
+    auto r = io::sendmsg(fd, msg, MSG_NOSIGNAL, {.deadline = deadline, .fd_id = fd_id_});
     if (!r || *r == 0) {
       write_poisoned_ = true;
       return failure(r ? make_error_code(errc::closed) : r.error());

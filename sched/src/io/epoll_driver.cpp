@@ -1,16 +1,30 @@
 // The epoll backend: the life of one receive.
 //
-//   perform()   on the fiber: recv(MSG_DONTWAIT) at once; done unless EAGAIN
-//               (with IoOptions::expect_wait the try is skipped)
+//   perform()   on the fiber: recv(MSG_DONTWAIT) at once, unless the fd is
+//               known not to be ready (below) or, for an fd without an id,
+//               IoOptions::expect_wait says so; done unless EAGAIN
 //   park()      an EpollRequest on the fiber's stack, park_on_io()
 //   publish()   on the worker, the fiber's park armed: watch() adds it to
-//               its fd's waiters and arms the fd one-shot (EPOLL_CTL_MOD, or
-//               ADD for an fd not yet in the set)
+//               its fd's waiters, and registers the fd (keep) or arms it
+//               one-shot (arm)
 //   service()/wait()  epoll_wait reports the fd; dispatch() completes the
-//               waiters its events answer (complete_io) and re-arms for the
-//               others
-//   perform() returns EINTR on the fiber, wherever it now runs, and run_io
-//               tries the receive again at once.
+//               waiters its events answer (complete_io)
+//   perform()   tries the receive again on the fiber, wherever it now
+//               runs; should the fd not be ready after all, run_io comes
+//               back to wait again.
+//
+// An fd with an IoOptions::fd_id (a socket of net/) is registered once per
+// worker, edge-triggered, and stays in the set: then a wait costs no
+// system call, and the worker remembers the events reported since a try
+// last found the fd not ready (EAGAIN, or a stream socket's receive shorter
+// than asked), so a fiber that read everything waits without the try that
+// would find nothing. The id tells a reused fd number from the fd it was: a
+// new id registers again (the kernel dropped the closed file's
+// registration). An fd reported again and again with no waiter here leaves
+// the set, so a worker whose fibers have moved elsewhere is not woken for
+// them. An fd without an id is armed one-shot per wait (one epoll_ctl),
+// which tolerates any use: MOD says ENOENT for an fd closed and reused, and
+// it is added again.
 //
 // A wait holds no buffer: cancelling one (deadline, abort) only unlinks it.
 // A call on the blocking pool (files: reads the page cache cannot serve at
@@ -18,11 +32,6 @@
 // call returns, and the pool thread hands it back through the worker's
 // mailbox (MailMessage::kIoDone). Completions never run inside a publish:
 // finish_later() queues them for the next service.
-//
-// One-shot arming re-arms per wait (one epoll_ctl), and tolerates what a
-// persistent registration would not: an fd closed and its number reused by
-// another file (MOD says ENOENT and the fd is added again), and waiters of
-// one fd on several workers, each in its own worker's set.
 
 #include "io/epoll_driver.hpp"
 
@@ -49,6 +58,7 @@ namespace {
 constexpr std::uint64_t kWakeKey = ~std::uint64_t{0};
 constexpr std::uint32_t kImmediateBudget = 64;
 constexpr int kMaxEvents = 64;  // per epoll_wait
+constexpr std::uint8_t kUnclaimedLimit = 4;
 
 int sys(long ret) noexcept { return ret >= 0 ? static_cast<int>(ret) : -errno; }
 
@@ -226,7 +236,10 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   if (op.code == IoCode::kNop) return park(f, op, options, Mode::kNext);
   if (on_pool(op)) return park(f, op, options, Mode::kPool);
   if (op.code == IoCode::kAccept || op.code == IoCode::kConnect) {
-    if (const int err = ensure_nonblocking(op.fd)) return errno_failure(err);
+    if (op.fd_id == 0 || op.fd < 0 || slot(op.fd).nonblocking_id != op.fd_id) {
+      if (const int err = ensure_nonblocking(op.fd)) return errno_failure(err);
+      if (op.fd_id != 0 && op.fd >= 0) slot(op.fd).nonblocking_id = op.fd_id;
+    }
   }
   if (op.code == IoCode::kConnect) {
     if (::connect(op.fd, op.connect.addr, op.connect.len) == 0) return 0;
@@ -239,8 +252,12 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
     if (err != 0) return errno_failure(err);
     return 0;
   }
-  if (!op.expect_wait) {
-    const int res = try_now(op);
+  const std::uint32_t events = readiness(op);
+  // An fd registered for these events says whether a try can find it
+  // ready; otherwise the caller's hint does.
+  Watched* w = registration(op, events);
+  if (w != nullptr ? (w->ready & events) != 0 : !op.expect_wait) {
+    const int res = attempt(op, w, events);
     if (res >= 0) {
       if (++immediate_ == kImmediateBudget) {
         immediate_ = 0;
@@ -255,22 +272,38 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
     if (res != -EAGAIN) return errno_failure(-res);
   }
   immediate_ = 0;
-  auto r = park(f, op, options, Mode::kWatch, readiness(op));  // `this` may be another's now
+  auto r = park(f, op, options, Mode::kWatch, events);
+  // `this` may be another worker's driver now.
+  auto& here = static_cast<EpollDriver&>(current_driver());
   if (!r) {
     // epoll refuses regular files (EPERM): a read the page cache could not
-    // serve at once runs on the pool of whichever worker runs the fiber now.
+    // serve at once runs on the pool.
     if (r.error() == std::errc::operation_not_permitted &&
         (op.code == IoCode::kRead || op.code == IoCode::kWrite)) {
-      return static_cast<EpollDriver&>(current_driver()).park(f, op, options, Mode::kPool);
+      return here.park(f, op, options, Mode::kPool);
     }
     return r;
   }
   if (op.code == IoCode::kPoll) return r;
-  // Ready: try again here, on whatever worker this is; if the fd is not
-  // ready after all, run_io comes back to wait again.
-  const int res = try_now(op);
+  // Ready: try again here; if the fd is not ready after all, run_io comes
+  // back to wait again.
+  const int res = here.attempt(op, here.registration(op, events), events);
   if (res >= 0) return res;
   return errno_failure(res == -EAGAIN ? EINTR : -res);
+}
+
+int EpollDriver::attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept {
+  const int res = try_now(op);
+  if (w == nullptr) return res;
+  if (res == -EAGAIN) {
+    w->ready &= ~events;  // nothing until epoll reports the fd again
+  } else if (w->stream && op.code == IoCode::kRecv && (op.transfer.flags & MSG_PEEK) == 0 &&
+             res > 0 && static_cast<std::size_t>(res) < op.transfer.len) {
+    // A stream socket that gave less than asked has no data left; an end of
+    // stream or an error reported with that data still stands.
+    w->ready &= ~std::uint32_t{EPOLLIN};
+  }
+  return res;
 }
 
 Result<int> EpollDriver::park(Fiber* f, const IoOp& op, const IoOptions& options,
@@ -295,35 +328,100 @@ void EpollDriver::publish(void* request) noexcept {
   published(r);
 }
 
+EpollDriver::Watched& EpollDriver::slot(int fd) {
+  const auto i = static_cast<std::size_t>(fd);
+  if (fds_.size() <= i) fds_.resize(i + 1);
+  return fds_[i];
+}
+
+EpollDriver::Watched* EpollDriver::registration(const IoOp& op, std::uint32_t events) noexcept {
+  if (op.fd_id == 0 || op.fd < 0 || static_cast<std::size_t>(op.fd) >= fds_.size()) return nullptr;
+  Watched& w = fds_[static_cast<std::size_t>(op.fd)];
+  if (w.id != op.fd_id) return nullptr;
+  w.unclaimed = 0;  // its fiber is here
+  return (w.registered & events) == events ? &w : nullptr;
+}
+
 void EpollDriver::watch(EpollRequest& r) noexcept {
   const int fd = r.op->fd;
   if (fd < 0) {
     finish_later(r, -EBADF);
     return;
   }
-  if (fds_.size() <= static_cast<std::size_t>(fd)) fds_.resize(static_cast<std::size_t>(fd) + 1);
-  Watched& w = fds_[static_cast<std::size_t>(fd)];
+  Watched& w = slot(fd);
+  const std::uint64_t id = r.op->fd_id;
+  // Reported since the try that sent the fiber here (another fiber's
+  // wait on the same fd may have taken the event).
+  if (id != 0 && w.id == id && (w.ready & r.interest) != 0) {
+    finish_later(r, 0);
+    return;
+  }
   w.waiters.push_back(&r);
-  if (const int err = arm(fd, w)) {
+  if (const int err = id != 0 ? keep(fd, w, id) : arm(fd, w)) {
     w.waiters.remove(&r);
     finish_later(r, -err);
   }
 }
 
-int EpollDriver::arm(int fd, Watched& w) noexcept {
+// epoll_ctl `op` on `fd` for `events`; ADD for an fd no longer in the set
+// (closed since: its number is another file's now), MOD for one that is.
+int EpollDriver::control(int op, int fd, std::uint32_t events) noexcept {
   epoll_event ev{};
-  ev.events = EPOLLONESHOT;
-  for (EpollRequest* x = w.waiters.front(); x; x = Waiters::next(x)) ev.events |= x->interest;
+  ev.events = events;
   ev.data.u64 = static_cast<std::uint64_t>(fd);
-  int rc = ::epoll_ctl(epoll_.get(), w.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, &ev);
+  int rc = ::epoll_ctl(epoll_.get(), op, fd, &ev);
   if (rc != 0 && errno == ENOENT) {
-    rc = ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);  // closed since: a new file
+    rc = ::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd, &ev);
   } else if (rc != 0 && errno == EEXIST) {
     rc = ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
   }
-  if (rc != 0) return errno;
+  return rc != 0 ? errno : 0;
+}
+
+std::uint32_t EpollDriver::Watched::wanted() const noexcept {
+  std::uint32_t events = 0;
+  for (const EpollRequest* x = waiters.front(); x; x = Waiters::next(x)) events |= x->interest;
+  return events;
+}
+
+int EpollDriver::arm(int fd, Watched& w) noexcept {
+  if (const int err =
+          control(w.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, EPOLLONESHOT | w.wanted())) {
+    return err;
+  }
   w.in_set = true;
+  w.id = 0;
   return 0;
+}
+
+int EpollDriver::keep(int fd, Watched& w, std::uint64_t id) noexcept {
+  const std::uint32_t wanted = w.wanted();
+  if (w.id == id && (w.registered & wanted) == wanted) return 0;
+  // Registering (ADD, or MOD from one-shot) reports the fd at once if it is
+  // ready now: nothing from before is lost.
+  const std::uint32_t events = (w.id == id ? w.registered : 0) | wanted;
+  if (const int err = control(w.in_set ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd, EPOLLET | events)) {
+    return err;
+  }
+  if (w.id != id) {
+    w.ready = 0;
+    int type = 0;
+    socklen_t len = sizeof type;
+    w.stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+  }
+  w.in_set = true;
+  w.id = id;
+  w.registered = events;
+  w.unclaimed = 0;
+  return 0;
+}
+
+void EpollDriver::leave(int fd, Watched& w) noexcept {
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);  // ENOENT: closed already
+  w.in_set = false;
+  w.id = 0;
+  w.registered = w.ready = 0;
+  w.unclaimed = 0;
 }
 
 void EpollDriver::finish_later(EpollRequest& r, int result) noexcept {
@@ -362,10 +460,18 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
     const auto fd = static_cast<std::size_t>(ev.data.u64);
     if (fd >= fds_.size()) continue;
     Watched& w = fds_[fd];
-    // One-shot: the fd is disarmed now. Complete the waiters its events
-    // answer (an error or hang-up answers all), re-arm for the rest.
     const std::uint32_t got = ev.events;
+    // An error or hang-up answers every wait.
     const bool all = (got & (EPOLLERR | EPOLLHUP)) != 0;
+    if (w.id != 0) {
+      w.ready |= all ? ~std::uint32_t{0} : got;
+      if (w.waiters.empty() && ++w.unclaimed == kUnclaimedLimit) {
+        leave(static_cast<int>(fd), w);
+        continue;
+      }
+    }
+    // Complete the waiters the events answer. A one-shot fd is disarmed
+    // now: re-arm it for the rest.
     for (EpollRequest* x = w.waiters.front(); x;) {
       EpollRequest* next = Waiters::next(x);
       if (all || (x->interest & got) != 0) {
@@ -375,7 +481,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
       }
       x = next;
     }
-    if (!w.waiters.empty()) {
+    if (w.id == 0 && !w.waiters.empty()) {
       if (const int err = arm(static_cast<int>(fd), w)) {
         while (EpollRequest* x = w.waiters.front()) {
           w.waiters.remove(x);

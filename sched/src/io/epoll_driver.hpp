@@ -64,7 +64,23 @@ class EpollDriver final : public IoDriver {
   // One fd of this worker's epoll set.
   struct Watched {
     Waiters waiters;
+    // Nonzero: the fd is in the set edge-triggered for `registered` events,
+    // kept between waits, for the operations of IoOptions::fd_id `id`; then
+    // `ready` holds the events reported since a try here last found the fd
+    // not ready for them (EAGAIN, or a short receive from a stream socket).
+    // 0: armed one-shot per wait.
+    std::uint64_t id = 0;
+    std::uint32_t registered = 0;
+    std::uint32_t ready = 0;
+    // Events reported with no waiter here since the last try here: at
+    // kUnclaimedLimit the fd leaves this set (its fiber waits elsewhere now).
+    std::uint8_t unclaimed = 0;
     bool in_set = false;  // added and not known to be gone (a close removes it silently)
+    bool stream = false;  // id != 0: a SOCK_STREAM socket
+    std::uint64_t nonblocking_id = 0;  // the fd_id whose fd was made O_NONBLOCK here
+
+    // The events the waiters wait for.
+    std::uint32_t wanted() const noexcept;
   };
 
   static void publish(void* request) noexcept;
@@ -72,10 +88,26 @@ class EpollDriver final : public IoDriver {
   // the wait or call.
   Result<int> park(Fiber* f, const IoOp& op, const IoOptions& options, EpollRequest::Mode mode,
                    std::uint32_t events = 0);
-  // Adds `r` to its fd's waiters and arms the fd one-shot for every waiter's
-  // events.
+  // The entry of `fd`, made if new.
+  Watched& slot(int fd);
+  // The entry of `op`'s fd if it is registered here for `op.fd_id` and
+  // `events`, else null.
+  Watched* registration(const IoOp& op, std::uint32_t events) noexcept;
+  // One try of `op` that does not block, noting in `w` (if any) what it
+  // learnt of the fd's readiness for `events`: the result, or -errno.
+  int attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept;
+  // Adds `r` to its fd's waiters and arms or registers the fd for them.
   void watch(EpollRequest& r) noexcept;
+  // epoll_ctl(op) of `fd` for `events`, as ADD or MOD if the set says the
+  // fd is not, or is, in it: 0 or the errno.
+  int control(int op, int fd, std::uint32_t events) noexcept;
+  // One-shot arming for every waiter's events.
   int arm(int fd, Watched& w) noexcept;
+  // Keeps `fd` in the set edge-triggered for fd id `id`, for at least the
+  // waiters' events.
+  int keep(int fd, Watched& w, std::uint64_t id) noexcept;
+  // Takes `fd` out of the set.
+  void leave(int fd, Watched& w) noexcept;
   // Completes `r` with `result` at the next service: never inside a publish.
   void finish_later(EpollRequest& r, int result) noexcept;
   void dispatch(const epoll_event* events, int n) noexcept;

@@ -1,6 +1,18 @@
-#include "spindle/sched/detail/io_op.hpp"
+// The names of I/O operations, and fd ids.
 
-namespace spindle::detail {
+#include <atomic>
+
+#include "spindle/sched/detail/io_op.hpp"
+#include "spindle/sched/io.hpp"
+
+namespace spindle {
+
+std::uint64_t io::new_fd_id() noexcept {
+  static std::atomic<std::uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+namespace detail {
 
 const char* io_code_name(IoCode code) noexcept {
   switch (code) {
@@ -42,4 +54,5 @@ const char* io_code_name(IoCode code) noexcept {
   return "?";
 }
 
-}  // namespace spindle::detail
+}  // namespace detail
+}  // namespace spindle

@@ -56,8 +56,9 @@ class TcpListener {
   void close() noexcept;
 
  private:
-  explicit TcpListener(UniqueFd fd) noexcept : fd_(std::move(fd)) {}
+  explicit TcpListener(UniqueFd fd) noexcept;
   UniqueFd fd_;
+  std::uint64_t fd_id_ = 0;  // IoOptions::fd_id of every accept on fd_
 };
 
 }  // namespace spindle::net

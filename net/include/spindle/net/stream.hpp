@@ -119,7 +119,7 @@ class TcpStream {
 
  private:
   friend class TcpListener;
-  TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept : fd_(std::move(fd)), peer_(peer) {}
+  TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept;
 
   Result<std::size_t> read_some(std::byte* out, std::size_t len, Deadline deadline);
   Result<std::size_t> recv_into(std::byte* out, std::size_t len, Deadline deadline);
@@ -127,6 +127,7 @@ class TcpStream {
   Result<void> send_all(const std::byte* data, std::size_t len, Deadline deadline);
 
   UniqueFd fd_;
+  std::uint64_t fd_id_ = 0;  // IoOptions::fd_id of every operation on fd_
   SocketAddress peer_;
   // The read buffer: bytes [pos_, end_) of buf_ are buffered, cap_ its size.
   // Invariant: pos_ <= end_ <= cap_; all zero until the first read.

@@ -45,6 +45,12 @@ struct IoOptions {
   // not answered a request just sent), so the backend waits for readiness
   // before the first attempt instead of making one that would find nothing.
   bool expect_wait = false;
+  // For an fd whose owner keeps it open across many operations (a socket of
+  // net/): the id the owner got from io::new_fd_id() when it took the fd,
+  // given with every operation on it until the owner closes it. A backend may
+  // then keep the fd registered between operations (the epoll backend does:
+  // one registration per fd and worker instead of one per wait). 0: none.
+  std::uint64_t fd_id = 0;
 };
 
 namespace io {
@@ -59,9 +65,15 @@ inline constexpr std::size_t kMaxTransfer = std::size_t{1} << 30;
 // The most iovecs one write takes (IOV_MAX): longer arrays are cut there.
 inline constexpr std::size_t kMaxIovecs = 1024;
 
+// A new IoOptions::fd_id, unique over the process's life. Thread-safe.
+std::uint64_t new_fd_id() noexcept;
+
 }  // namespace io
 
 namespace detail {
+
+inline IoOp::IoOp(IoCode c, int f, const IoOptions& options) noexcept
+    : code(c), expect_wait(options.expect_wait), fd(f), fd_id(options.fd_id) {}
 
 inline Result<std::size_t> size_result(const Result<int>& r) {
   if (!r) return failure(r.error());
@@ -82,7 +94,7 @@ namespace io {
 // accept4(2): the new connection's fd. `addr`/`len` may be null.
 inline Result<int> accept(int fd, sockaddr* addr, socklen_t* len, int flags,
                           const IoOptions& options = {}) {
-  detail::IoOp op(detail::IoCode::kAccept, fd);
+  detail::IoOp op(detail::IoCode::kAccept, fd, options);
   op.accept = {addr, len, flags};
   return detail::run_io(op, options);
 }
@@ -97,21 +109,21 @@ inline Result<void> connect(int fd, const sockaddr* addr, socklen_t len,
 // recv(2) / send(2) / sendmsg(2): the bytes moved (0 from recv: end of stream).
 inline Result<std::size_t> recv(int fd, std::span<std::byte> buf, int flags,
                                 const IoOptions& options = {}) {
-  detail::IoOp op(detail::IoCode::kRecv, fd, options.expect_wait);
+  detail::IoOp op(detail::IoCode::kRecv, fd, options);
   op.transfer = {buf.data(), std::min(buf.size(), kMaxTransfer), flags};
   return detail::size_result(detail::run_io(op, options));
 }
 
 inline Result<std::size_t> send(int fd, std::span<const std::byte> buf, int flags,
                                 const IoOptions& options = {}) {
-  detail::IoOp op(detail::IoCode::kSend, fd, options.expect_wait);
+  detail::IoOp op(detail::IoCode::kSend, fd, options);
   op.transfer = {const_cast<std::byte*>(buf.data()), std::min(buf.size(), kMaxTransfer), flags};
   return detail::size_result(detail::run_io(op, options));
 }
 
 inline Result<std::size_t> sendmsg(int fd, const msghdr& msg, int flags,
                                    const IoOptions& options = {}) {
-  detail::IoOp op(detail::IoCode::kSendmsg, fd);
+  detail::IoOp op(detail::IoCode::kSendmsg, fd, options);
   op.sendmsg = {&msg, flags};
   return detail::size_result(detail::run_io(op, options));
 }
@@ -186,7 +198,7 @@ inline Result<void> ftruncate(int fd, std::uint64_t length) {
 
 // Waits until `fd` has one of the poll(2) `events`: the events it has.
 inline Result<unsigned> poll(int fd, unsigned events, const IoOptions& options = {}) {
-  detail::IoOp op(detail::IoCode::kPoll, fd);
+  detail::IoOp op(detail::IoCode::kPoll, fd, options);
   op.events = events;
   auto r = detail::run_io(op, options);
   if (!r) return failure(r.error());

@@ -97,13 +97,17 @@ struct IoOp {
     void* ctx;
   };
 
-  IoOp(IoCode c, int f, bool wait = false) noexcept : code(c), expect_wait(wait), fd(f) {}
+  IoOp(IoCode c, int f) noexcept : code(c), fd(f) {}
+  // With the hints of `options` (expect_wait, fd_id).
+  IoOp(IoCode c, int f, const IoOptions& options) noexcept;
 
   IoCode code;
   // IoOptions::expect_wait.
-  bool expect_wait;
+  bool expect_wait = false;
   // The fd, or the directory fd of a path operation (old_dirfd of a rename).
   int fd;
+  // IoOptions::fd_id.
+  std::uint64_t fd_id = 0;
   union {
     Accept accept;
     Connect connect;
