@@ -1,6 +1,8 @@
 // The names of I/O operations, and fd ids.
 
 #include <atomic>
+#include <cstddef>
+#include <iterator>
 
 #include "spindle/sched/detail/io_op.hpp"
 #include "spindle/sched/io.hpp"
@@ -15,43 +17,13 @@ std::uint64_t io::new_fd_id() noexcept {
 namespace detail {
 
 const char* io_code_name(IoCode code) noexcept {
-  switch (code) {
-    case IoCode::kNop:
-      return "nop";
-    case IoCode::kAccept:
-      return "accept";
-    case IoCode::kConnect:
-      return "connect";
-    case IoCode::kRecv:
-      return "recv";
-    case IoCode::kSend:
-      return "send";
-    case IoCode::kSendmsg:
-      return "sendmsg";
-    case IoCode::kRead:
-      return "read";
-    case IoCode::kWrite:
-      return "write";
-    case IoCode::kFsync:
-      return "fsync";
-    case IoCode::kOpenat:
-      return "openat";
-    case IoCode::kStatx:
-      return "statx";
-    case IoCode::kMkdirat:
-      return "mkdirat";
-    case IoCode::kUnlinkat:
-      return "unlinkat";
-    case IoCode::kRenameat:
-      return "renameat";
-    case IoCode::kFtruncate:
-      return "ftruncate";
-    case IoCode::kPoll:
-      return "poll";
-    case IoCode::kSqe:
-      return "sqe";
-  }
-  return "?";
+  // In IoCode's order.
+  static constexpr const char* kNames[] = {
+      "nop",    "accept", "connect", "recv",     "send",     "sendmsg",   "read", "write", "fsync",
+      "openat", "statx",  "mkdirat", "unlinkat", "renameat", "ftruncate", "poll", "sqe"};
+  static_assert(std::size(kNames) == static_cast<std::size_t>(IoCode::kSqe) + 1);
+  const auto i = static_cast<std::size_t>(code);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 }  // namespace detail

@@ -330,3 +330,15 @@ TEST_CASE("io: nop completes", "[io]") {
     for (int i = 0; i < 100; ++i) REQUIRE(io::nop());
   });
 }
+
+TEST_CASE("io: every operation has its name for dumps", "[io]") {
+  using spindle::detail::io_code_name;
+  using spindle::detail::IoCode;
+  CHECK(std::string_view(io_code_name(IoCode::kNop)) == "nop");
+  CHECK(std::string_view(io_code_name(IoCode::kRecv)) == "recv");
+  CHECK(std::string_view(io_code_name(IoCode::kRead)) == "read");
+  CHECK(std::string_view(io_code_name(IoCode::kFtruncate)) == "ftruncate");
+  CHECK(std::string_view(io_code_name(IoCode::kPoll)) == "poll");
+  CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
+  CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
+}

@@ -25,6 +25,7 @@ namespace spindle::detail {
 
 using IoPrepareFn = void (*)(void* ctx, io_uring_sqe* sqe) noexcept;
 
+// io_code_name() names them in this order.
 enum class IoCode : std::uint8_t {
   kNop,
   kAccept,
