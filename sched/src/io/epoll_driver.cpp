@@ -236,9 +236,10 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   if (op.code == IoCode::kNop) return park(f, op, options, Mode::kNext);
   if (on_pool(op)) return park(f, op, options, Mode::kPool);
   if (op.code == IoCode::kAccept || op.code == IoCode::kConnect) {
-    if (op.fd_id == 0 || op.fd < 0 || slot(op.fd).nonblocking_id != op.fd_id) {
+    Watched* w = op.fd_id != 0 && op.fd >= 0 ? &slot(op.fd) : nullptr;
+    if (w == nullptr || w->nonblocking_id != op.fd_id) {
       if (const int err = ensure_nonblocking(op.fd)) return errno_failure(err);
-      if (op.fd_id != 0 && op.fd >= 0) slot(op.fd).nonblocking_id = op.fd_id;
+      if (w != nullptr) w->nonblocking_id = op.fd_id;
     }
   }
   if (op.code == IoCode::kConnect) {

@@ -98,8 +98,9 @@ class EpollDriver final : public IoDriver {
   int attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept;
   // Adds `r` to its fd's waiters and arms or registers the fd for them.
   void watch(EpollRequest& r) noexcept;
-  // epoll_ctl(op) of `fd` for `events`, as ADD or MOD if the set says the
-  // fd is not, or is, in it: 0 or the errno.
+  // epoll_ctl(op) of `fd` for `events`, falling back to ADD when the fd is
+  // no longer in the set (closed, its number reused) and to MOD when it
+  // already is: 0 or the errno.
   int control(int op, int fd, std::uint32_t events) noexcept;
   // One-shot arming for every waiter's events.
   int arm(int fd, Watched& w) noexcept;
