@@ -28,6 +28,7 @@
 #include "spindle/sched/pin.hpp"
 #include "spindle/sched/runtime.hpp"
 #include "spindle/sched/runtime_counter.hpp"
+#include "spindle/sched/select.hpp"
 #include "spindle/sched/semaphore.hpp"
 #include "spindle/sched/stop.hpp"
 #include "spindle/sched/this_fiber.hpp"

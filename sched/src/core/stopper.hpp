@@ -12,6 +12,10 @@
 #include "spindle/sched/detail/wait.hpp"
 #include "spindle/sched/stop.hpp"
 
+namespace spindle {
+class StopCase;
+}  // namespace spindle
+
 namespace spindle::detail {
 
 // Thread-safe. Lives in a shared_ptr (Scheduler::stopper) so that signals may
@@ -45,6 +49,8 @@ class Stopper : public std::enable_shared_from_this<Stopper> {
   Result<int> wait();
 
  private:
+  friend class spindle::StopCase;
+
   enum class State : unsigned char { kOpen, kStopped, kClosed };
 
   SpinLock lock_;

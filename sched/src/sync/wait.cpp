@@ -44,7 +44,7 @@ WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexce
 // context is saved, on the thread the fiber locked on. The analysis cannot
 // see that the lock is held here: wait() took it as the fiber's caller's and
 // handed it over through a void* across the context switch.
-void unlock_spinlock(void* lock) SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
+void unlock_spinlock(void* lock) noexcept SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
   static_cast<SpinLock*>(lock)->unlock();
 }
 
@@ -57,7 +57,25 @@ WaitNode::WaitNode() noexcept {
   }
 }
 
+WaitNode::WaitNode(SelectClaim& c, std::uint32_t i) noexcept : claim(&c), index(i) {
+  if (Fiber* f = current_fiber()) {
+    fiber = f;
+    epoch = f->epoch;
+  }
+}
+
 bool WaitNode::notify(WakeReason reason) noexcept {
+  if (claim) {
+    std::uint32_t open = 0;
+    // acq_rel: the winner's hand-over happens before the select reads it.
+    if (!claim->word.compare_exchange_strong(open, index + 1, std::memory_order_acq_rel)) {
+      return false;
+    }
+    // A fiber's park may have been claimed by its deadline or an abort first.
+    if (fiber) return wake_fiber(fiber, epoch, reason);
+    futex(&claim->word, FUTEX_WAKE, 1, nullptr);
+    return true;
+  }
   if (fiber) return wake_fiber(fiber, epoch, reason);
   std::uint32_t expected = 0;
   if (!thread_state.compare_exchange_strong(expected, 1 + static_cast<std::uint32_t>(reason),
@@ -116,6 +134,11 @@ bool current_aborted() noexcept {
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind,
                 const char* what) noexcept SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
   if (!node.fiber) return thread_wait(node, lock, deadline);
+  return park_fiber(node, deadline, kind, what, &unlock_spinlock, &lock);
+}
+
+WakeReason park_fiber(WaitNode& node, Deadline deadline, ParkKind kind, const char* what,
+                      void (*release)(void* arg) noexcept, void* arg) noexcept {
   Fiber* f = node.fiber;
   SPINDLE_DCHECK(f == current_fiber() && node.epoch == f->epoch);
   f->waiting_on = what;
@@ -123,8 +146,8 @@ WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind
   s.kind = Suspend::Kind::kPark;
   s.park = kind;
   s.deadline = deadline;
-  s.publish = &unlock_spinlock;
-  s.arg = &lock;
+  s.publish = release;
+  s.arg = arg;
   Worker::suspend(f, s);
   return f->wake_reason;
 }

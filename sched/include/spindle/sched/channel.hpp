@@ -61,6 +61,11 @@ class Channel {
   std::size_t capacity() const noexcept { return capacity_; }
 
  private:
+  template <class>
+  friend class RecvCase;
+  template <class>
+  friend class SendCase;
+
   enum class Status : unsigned char { kWaiting, kDone, kClosed };
   // A waiter's side of a hand-over, on its stack, reached through WaitNode::data.
   struct Slot {

@@ -33,6 +33,8 @@ class Event {
   }
 
  private:
+  friend class EventCase;
+
   detail::SpinLock lock_;
   // Written under lock_; release pairs with the acquire in is_set().
   std::atomic<bool> set_{false};

@@ -82,6 +82,8 @@ class JoinHandle {
   void detach() noexcept { reset(); }
 
  private:
+  friend class JoinCase;
+
   void reset() noexcept {
     if (task_) {
       task_->release_handle();

@@ -63,6 +63,8 @@ class StopSignal {
       : stopper_(std::move(stopper)), holds_(holds) {}
 
  private:
+  friend class StopCase;
+
   void release() noexcept;
 
   std::shared_ptr<detail::Stopper> stopper_;  // null once moved from

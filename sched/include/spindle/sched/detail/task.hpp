@@ -12,6 +12,10 @@
 #include "spindle/sched/detail/node.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
+namespace spindle {
+class JoinCase;
+}  // namespace spindle
+
 namespace spindle::detail {
 
 // Thread-safe. Completed exactly once.
@@ -49,6 +53,8 @@ class Task : public Node {
   virtual void expedite() noexcept {}
 
  private:
+  friend class spindle::JoinCase;
+
   // complete() with lock() (the node's) held.
   void complete_locked(Outcome outcome, std::exception_ptr error) noexcept SPINDLE_REQUIRES(lock());
 

@@ -31,6 +31,15 @@ enum class ParkKind : std::uint64_t {
   kUninterruptible = 3,  // notify or deadline; abort waits until it ends
 };
 
+// The one claim shared by the WaitNodes of a select, which wait in several
+// queues at once: the first notify to move `word` from 0 wins, for its node
+// alone. A thread's select also sleeps on `word` (a futex).
+struct SelectClaim {
+  static constexpr std::uint32_t kTimedOut = ~std::uint32_t{0};
+  // 0 open; 1 + the winning node's index; kTimedOut (a thread's deadline).
+  std::atomic<std::uint32_t> word{0};
+};
+
 // One waiter in a primitive's wait queue: a fiber (woken through the
 // scheduler) or a plain thread (woken through a futex). Lives on the waiter's
 // stack for the length of one wait.
@@ -38,17 +47,22 @@ enum class ParkKind : std::uint64_t {
 // Invariant: the links are guarded by the owning primitive's lock.
 struct WaitNode {
   WaitNode() noexcept;  // for the calling fiber, or the calling thread outside a fiber
+  // Node `index` of a select of the calling fiber (its park epoch taken
+  // already by the select) or thread, claimed through `claim`.
+  WaitNode(SelectClaim& claim, std::uint32_t index) noexcept;
 
   // Claims the wait with `reason` and makes the waiter runnable. Returns false
-  // if it was already claimed (woken, timed out or aborted). Any thread. The
-  // caller holds the owning primitive's lock and has unlinked the node
-  // (wait_in relies on both).
+  // if it was already claimed (woken, timed out or aborted; for a select's
+  // node: through any of its nodes). Any thread. The caller holds the owning
+  // primitive's lock and has unlinked the node (wait_in relies on both).
   bool notify(WakeReason reason = WakeReason::kNotified) noexcept;
 
   ListLinks<WaitNode> links;
   Fiber* fiber = nullptr;                      // null for a thread waiter
   std::uint64_t epoch = 0;                     // the fiber park this node waits in
   std::atomic<std::uint32_t> thread_state{0};  // thread waiter: 0 waiting, else 1 + WakeReason
+  SelectClaim* claim = nullptr;                // a select's node: the claim it shares
+  std::uint32_t index = 0;                     // a select's node: its case
   void* data = nullptr;                        // the primitive's payload (e.g. a channel slot)
 };
 
@@ -84,6 +98,12 @@ class WaitQueue {
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
                 ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept
     SPINDLE_RELEASE(lock);
+
+// wait() for a fiber that holds several locks: the park is as wait()'s, and
+// `release(arg)` releases the locks once the fiber can be woken. Fibers only.
+// Suspends: always, unless already claimed before the caller could block.
+WakeReason park_fiber(WaitNode& node, Deadline deadline, ParkKind kind, const char* what,
+                      void (*release)(void* arg) noexcept, void* arg) noexcept;
 
 // push_back(node) on `queue`, then wait(). Afterwards, if the wait ended by a
 // notify (whose notifier, holding `lock`, unlinked the node first), waits
