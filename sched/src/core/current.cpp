@@ -28,4 +28,16 @@ void set_current_worker(Worker* w) noexcept { t_worker = w; }
   return w ? &w->scheduler() : nullptr;
 }
 
+Deadline& scope_deadline() noexcept {
+  thread_local Deadline t_scope = kNoDeadline;  // a plain thread's
+  Fiber* f = current_fiber();
+  return f != nullptr ? f->scope_deadline : t_scope;
+}
+
+Deadline effective_deadline(Deadline deadline, bool& from_scope) noexcept {
+  const Deadline scope = scope_deadline();
+  from_scope = scope < deadline;
+  return from_scope ? scope : deadline;
+}
+
 }  // namespace spindle::detail

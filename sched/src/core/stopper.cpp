@@ -58,6 +58,7 @@ Result<void> Stopper::stop(int code, Deadline deadline) {
     case WakeReason::kNotified:
       return {};
     case WakeReason::kTimedOut:
+    case WakeReason::kScopeExpired:
       return failure(errc::timed_out);
     case WakeReason::kAborted:
       return failure(errc::aborted);
@@ -94,18 +95,13 @@ std::optional<int> Stopper::value() const noexcept {
   return code_;  // written before the release store of kStopped, never again
 }
 
-Result<int> Stopper::wait() {
-  if (current_aborted()) return failure(errc::aborted);
-  lock_.lock();
-  if (state_.load(std::memory_order_relaxed) == State::kOpen) {
-    WaitNode node;
-    if (wait_in(signal_waiters_, node, lock_, kNoDeadline, ParkKind::kInterruptible,
-                "stop signal") == WakeReason::kAborted) {
-      return failure(errc::aborted);
-    }
-  } else {
-    lock_.unlock();
-  }
+Result<int> Stopper::wait(Deadline deadline) {
+  auto ended = wait_unless(signal_waiters_, lock_, deadline, "stop signal",
+                           [this]() SPINDLE_REQUIRES(lock_) {
+                             return state_.load(std::memory_order_relaxed) != State::kOpen;
+                           });
+  if (!ended) return failure(ended.error());
+  if (!*ended) return failure(errc::timed_out);
   // Final once not open: read without the lock (acquire pairs with its store).
   if (state_.load(std::memory_order_acquire) == State::kClosed) return failure(errc::closed);
   return code_;
@@ -114,10 +110,7 @@ Result<int> Stopper::wait() {
 namespace {
 
 Deadline deadline_after(std::optional<std::chrono::nanoseconds> timeout) noexcept {
-  if (!timeout) return kNoDeadline;
-  const Deadline now = Clock::now();
-  if (*timeout >= kNoDeadline - now) return kNoDeadline;  // no overflow: forever
-  return now + std::chrono::duration_cast<Clock::duration>(*timeout);
+  return timeout ? spindle::deadline_after(*timeout) : kNoDeadline;
 }
 
 }  // namespace
@@ -156,9 +149,9 @@ std::optional<int> StopSignal::value() const noexcept {
   return stopper_ ? stopper_->value() : std::nullopt;
 }
 
-Result<int> StopSignal::wait() {
+Result<int> StopSignal::wait_until(Deadline deadline) {
   SPINDLE_ASSERT(stopper_ != nullptr, "StopSignal::wait() on a moved-from signal");
-  return stopper_->wait();
+  return stopper_->wait(deadline);
 }
 
 // Context --------------------------------------------------------------------

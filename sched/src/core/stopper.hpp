@@ -46,7 +46,8 @@ class Stopper : public std::enable_shared_from_this<Stopper> {
   void add_hold() noexcept;
   void release_hold() noexcept;
   std::optional<int> value() const noexcept;
-  Result<int> wait();
+  // StopSignal::wait_until's.
+  Result<int> wait(Deadline deadline);
 
  private:
   friend class spindle::StopCase;

@@ -64,6 +64,12 @@ Result<int> run_io(const IoOp& op, const IoOptions& options) {
   SPINDLE_ASSERT(f != nullptr, "spindle I/O called outside a fiber");
   SPINDLE_ASSERT(options.cancellable || options.deadline == kNoDeadline,
                  "a non-cancellable operation takes no deadline");
+  // A deadline scope shortens what may be cut short.
+  if (options.cancellable && f->scope_deadline < options.deadline) [[unlikely]] {
+    IoOptions scoped = options;
+    scoped.deadline = f->scope_deadline;
+    return run_io(op, scoped);
+  }
   // On the backend of the worker the fiber runs on now (it parks there).
   Result<int> r = current_driver().perform(f, op, options);
   if (!r && again(r.error())) [[unlikely]]

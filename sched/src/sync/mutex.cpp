@@ -1,5 +1,7 @@
 #include "spindle/sched/mutex.hpp"
 
+#include <utility>
+
 #include "spindle/base/lock_guard.hpp"
 
 namespace spindle {
@@ -14,6 +16,12 @@ void Mutex::lock() noexcept {
   detail::WaitNode node;
   // Uninterruptible and untimed: only unlock()'s hand-over ends it.
   detail::wait_in(waiters_, node, lock_, kNoDeadline, detail::ParkKind::kUninterruptible, "mutex");
+}
+
+Result<bool> Mutex::try_lock_until(Deadline deadline) {
+  return detail::wait_unless(waiters_, lock_, deadline, "mutex", [this]() SPINDLE_REQUIRES(lock_) {
+    return !std::exchange(locked_, true);
+  });
 }
 
 bool Mutex::try_lock() noexcept {

@@ -139,14 +139,17 @@ Result<std::optional<std::size_t>> select_cases(std::span<SelectCase* const> cas
   WakeReason reason = WakeReason::kNotified;
   std::uint32_t word = 0;
   if (f != nullptr) {
-    reason = park_fiber(*cases[0]->waiter, deadline, ParkKind::kInterruptible, "select", &unlock_set,
-                        &locks);
+    reason = park_fiber(*cases[0]->waiter, deadline, ParkKind::kInterruptible, "select",
+                        &unlock_set, &locks);
     // Read after the wake: a winning notify stored it before claiming the park.
     word = claim.word.load(std::memory_order_acquire);
   } else {
     locks.unlock();
-    word = thread_wait(claim, deadline);
-    if (word == SelectClaim::kTimedOut) reason = WakeReason::kTimedOut;
+    bool from_scope = false;
+    word = thread_wait(claim, effective_deadline(deadline, from_scope));
+    if (word == SelectClaim::kTimedOut) {
+      reason = from_scope ? WakeReason::kScopeExpired : WakeReason::kTimedOut;
+    }
   }
 
   locks.lock();
@@ -159,6 +162,8 @@ Result<std::optional<std::size_t>> select_cases(std::span<SelectCase* const> cas
   switch (reason) {
     case WakeReason::kAborted:
       return failure(errc::aborted);
+    case WakeReason::kScopeExpired:
+      return failure(errc::timed_out);
     case WakeReason::kTimedOut:
       return std::optional<std::size_t>(earliest_timer(cases));
     case WakeReason::kNotified:

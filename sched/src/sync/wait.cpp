@@ -133,14 +133,20 @@ bool current_aborted() noexcept {
 // it exactly once: thread_wait() directly, the park through its publish step.
 WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline, ParkKind kind,
                 const char* what) noexcept SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
-  if (!node.fiber) return thread_wait(node, lock, deadline);
-  return park_fiber(node, deadline, kind, what, &unlock_spinlock, &lock);
+  if (node.fiber) return park_fiber(node, deadline, kind, what, &unlock_spinlock, &lock);
+  bool from_scope = false;
+  if (kind == ParkKind::kInterruptible) deadline = effective_deadline(deadline, from_scope);
+  const WakeReason r = thread_wait(node, lock, deadline);
+  return r == WakeReason::kTimedOut && from_scope ? WakeReason::kScopeExpired : r;
 }
 
 WakeReason park_fiber(WaitNode& node, Deadline deadline, ParkKind kind, const char* what,
                       void (*release)(void* arg) noexcept, void* arg) noexcept {
   Fiber* f = node.fiber;
   SPINDLE_DCHECK(f == current_fiber() && node.epoch == f->epoch);
+  // The fiber's deadline scope (detail::scope_deadline()), read directly.
+  const bool from_scope = kind == ParkKind::kInterruptible && f->scope_deadline < deadline;
+  if (from_scope) deadline = f->scope_deadline;
   f->waiting_on = what;
   Suspend s;
   s.kind = Suspend::Kind::kPark;
@@ -149,7 +155,8 @@ WakeReason park_fiber(WaitNode& node, Deadline deadline, ParkKind kind, const ch
   s.publish = release;
   s.arg = arg;
   Worker::suspend(f, s);
-  return f->wake_reason;
+  const WakeReason r = f->wake_reason;
+  return r == WakeReason::kTimedOut && from_scope ? WakeReason::kScopeExpired : r;
 }
 
 }  // namespace spindle::detail

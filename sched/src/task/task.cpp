@@ -2,20 +2,16 @@
 
 namespace spindle::detail {
 
-Result<void> Task::wait_done() noexcept {
+Result<void> Task::wait_done(Deadline deadline) noexcept {
   if (current_aborted()) return failure(errc::aborted);
   if (done()) return {};
   expedite();
-  WaitNode node;
-  lock().lock();
-  if (done_.load(std::memory_order_relaxed)) {
-    lock().unlock();
-    return {};
-  }
-  if (wait_in(joiners_, node, lock(), kNoDeadline, ParkKind::kInterruptible, "join") ==
-      WakeReason::kNotified)
-    return {};
-  return failure(errc::aborted);
+  auto ended = wait_unless(joiners_, lock(), deadline, "join", [this]() SPINDLE_REQUIRES(lock()) {
+    return done_.load(std::memory_order_relaxed);
+  });
+  if (!ended) return failure(ended.error());
+  if (!*ended) return failure(errc::timed_out);
+  return {};
 }
 
 void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {

@@ -41,13 +41,20 @@ void expect_completions(std::size_t count, Deadline deadline) noexcept {
 }
 
 Result<void> sleep_until(Deadline deadline) {
+  bool from_scope = false;
+  deadline = detail::effective_deadline(deadline, from_scope);
+  // The end of a sleep cut short by the deadline scope.
+  const auto end = [from_scope]() -> Result<void> {
+    if (from_scope) return failure(errc::timed_out);
+    return {};
+  };
   detail::Fiber* f = detail::current_fiber();
   if (!f) {
     std::this_thread::sleep_until(deadline);
-    return {};
+    return end();
   }
   if (f->aborted()) return failure(errc::aborted);
-  if (deadline <= Clock::now()) return {};
+  if (deadline <= Clock::now()) return end();
   ++f->epoch;
   f->waiting_on = "sleep";
   detail::Suspend s;
@@ -56,7 +63,7 @@ Result<void> sleep_until(Deadline deadline) {
   s.deadline = deadline;
   detail::Worker::suspend(f, s);
   if (f->wake_reason == detail::WakeReason::kAborted) return failure(errc::aborted);
-  return {};
+  return end();
 }
 
 Result<void> sleep_for(std::chrono::nanoseconds d) {
@@ -67,6 +74,8 @@ Result<void> sleep_for(std::chrono::nanoseconds d) {
   constexpr auto kMax = std::chrono::hours(24 * 365 * 30);
   return sleep_until(Clock::now() + std::min<std::chrono::nanoseconds>(d, kMax));
 }
+
+Deadline deadline() noexcept { return detail::scope_deadline(); }
 
 std::uint64_t id() noexcept {
   detail::Fiber* f = detail::current_fiber();
@@ -79,3 +88,13 @@ bool aborted() noexcept {
 }
 
 }  // namespace spindle::this_fiber
+
+namespace spindle::detail {
+
+DeadlineScope::DeadlineScope(Deadline deadline) noexcept : slot_(scope_deadline()), outer_(slot_) {
+  slot_ = std::min(outer_, deadline);
+}
+
+DeadlineScope::~DeadlineScope() { slot_ = outer_; }
+
+}  // namespace spindle::detail

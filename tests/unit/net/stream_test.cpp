@@ -123,6 +123,23 @@ TEST_CASE("read_exact assembles a message across packet boundaries", "[net][stre
   });
 }
 
+TEST_CASE("a deadline scope cuts a read with the default timeout short and poisons the read half",
+          "[net][stream][deadline_scope]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    std::array<char, 8> buf{};
+    const auto t0 = spindle::Clock::now();
+    auto r = spindle::this_fiber::with_timeout(30ms, [&] { return server.read(buf); });
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(spindle::Clock::now() - t0 >= 30ms);
+    CHECK(server.read(buf).error() == errc::closed);
+    // The write half is not poisoned: the reply still goes out.
+    REQUIRE(server.write_all("ok").has_value());
+    CHECK(client.read(buf).value() == 2);
+  });
+}
+
 TEST_CASE("read_exact reports end of stream as closed and poisons the read half", "[net][stream]") {
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair();

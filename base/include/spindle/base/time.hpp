@@ -11,4 +11,11 @@ using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 inline constexpr Deadline kNoDeadline = Deadline::max();
 
+// `timeout` from now; kNoDeadline where that is beyond the clock's range.
+inline Deadline deadline_after(std::chrono::nanoseconds timeout) noexcept {
+  const Deadline now = Clock::now();
+  if (timeout >= kNoDeadline - now) return kNoDeadline;
+  return now + std::chrono::duration_cast<Clock::duration>(timeout);
+}
+
 }  // namespace spindle

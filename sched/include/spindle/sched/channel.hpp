@@ -146,6 +146,7 @@ class Channel {
         if (slot.status == Status::kClosed) return failure(errc::closed);
         return {};
       case detail::WakeReason::kTimedOut:
+      case detail::WakeReason::kScopeExpired:
         return failure(errc::timed_out);
       case detail::WakeReason::kAborted:
         break;

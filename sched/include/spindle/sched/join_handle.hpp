@@ -1,11 +1,13 @@
 // JoinHandle<T>: the result of a spawned fiber or blocking call.
 #pragma once
 
+#include <chrono>
 #include <exception>
 #include <system_error>
 #include <utility>
 
 #include "spindle/base/result.hpp"
+#include "spindle/base/time.hpp"
 #include "spindle/sched/detail/task.hpp"
 
 namespace spindle {
@@ -40,9 +42,13 @@ class JoinHandle {
   // errc::aborted without waiting further if the caller itself is aborted.
   // The value is moved out: a second join() of a value reports errc::closed.
   // Suspends: until the task ends.
-  Result<T> join() {
+  Result<T> join() { return join_until(kNoDeadline); }
+  // join(), or errc::timed_out at `deadline` (the task keeps running, and a
+  // later join can still take its result).
+  // Suspends: until the task ends, the deadline, or abort.
+  Result<T> join_until(Deadline deadline) {
     if (!task_) return failure(errc::closed);
-    if (auto waited = task_->wait_done(); !waited) return failure(waited.error());
+    if (auto waited = task_->wait_done(deadline); !waited) return failure(waited.error());
     switch (task_->outcome()) {
       case detail::Task::Outcome::kValue:
         if constexpr (std::is_void_v<T>) {
@@ -62,6 +68,9 @@ class JoinHandle {
     return failure(errc::aborted);
   }
 
+  Result<T> join_for(std::chrono::nanoseconds timeout) {
+    return join_until(deadline_after(timeout));
+  }
   // join(), throwing on failure: the task's own exception if it threw, else
   // std::system_error with the error code.
   // Suspends: until the task ends.

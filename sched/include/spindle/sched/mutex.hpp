@@ -1,7 +1,11 @@
 // Mutex: a fiber-aware lock (std Lockable) for fibers and plain threads.
 #pragma once
 
+#include <chrono>
+
+#include "spindle/base/result.hpp"
 #include "spindle/base/thread_annotations.hpp"
+#include "spindle/base/time.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
@@ -16,10 +20,17 @@ class Mutex {
  public:
   Mutex() = default;
 
-  // Abort does not end this wait: lock() always returns holding the mutex.
+  // Abort does not end this wait, nor does a deadline scope
+  // (this_fiber::with_deadline): lock() always returns holding the mutex.
   // Suspends: until the mutex is handed over.
   void lock() noexcept;
   bool try_lock() noexcept;
+  // true once the mutex is held; false at `deadline`; errc::aborted.
+  // Suspends: until the mutex is handed over, the deadline, or abort.
+  Result<bool> try_lock_until(Deadline deadline);
+  Result<bool> try_lock_for(std::chrono::nanoseconds timeout) {
+    return try_lock_until(deadline_after(timeout));
+  }
   void unlock() noexcept;
 
  private:

@@ -186,9 +186,7 @@ class TimerCase final : public detail::SelectCase {
   explicit TimerCase(Deadline deadline) noexcept : SelectCase(nullptr, deadline) {}
   // `timeout` from now; clamps to the far future.
   static TimerCase after(std::chrono::nanoseconds timeout) noexcept {
-    const Deadline now = Clock::now();
-    if (timeout >= kNoDeadline - now) return TimerCase(kNoDeadline);
-    return TimerCase(now + std::chrono::duration_cast<Clock::duration>(timeout));
+    return TimerCase(deadline_after(timeout));
   }
 
   bool try_fire() override { return Clock::now() >= deadline(); }

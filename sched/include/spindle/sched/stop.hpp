@@ -56,7 +56,14 @@ class StopSignal {
   // parks. Waiting does not release the hold: destroy the signal for that.
   // Must not be called on a moved-from signal (aborts).
   // Suspends: until stop() is called, the fiber is aborted, or the runtime ends.
-  Result<int> wait();
+  Result<int> wait() { return wait_until(kNoDeadline); }
+  // wait(), or errc::timed_out at `deadline`.
+  // Suspends: until stop() is called, the deadline, the fiber is aborted, or
+  // the runtime ends.
+  Result<int> wait_until(Deadline deadline);
+  Result<int> wait_for(std::chrono::nanoseconds timeout) {
+    return wait_until(deadline_after(timeout));
+  }
 
   // Internal: signals come from Context::stopped() and RuntimeHandle::stopped().
   StopSignal(std::shared_ptr<detail::Stopper> stopper, bool holds) noexcept

@@ -7,9 +7,28 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <utility>
 
 #include "spindle/base/result.hpp"
 #include "spindle/sched/detail/wait.hpp"
+
+namespace spindle::detail {
+// The deadline scope of with_deadline: the caller's scope is the earlier of
+// the one around it and `deadline` while this object lives. Lives on the
+// caller's stack; scopes end in the reverse order they began.
+class DeadlineScope {
+ public:
+  explicit DeadlineScope(Deadline deadline) noexcept;
+  ~DeadlineScope();
+  DeadlineScope(const DeadlineScope&) = delete;
+  DeadlineScope& operator=(const DeadlineScope&) = delete;
+
+ private:
+  Deadline& slot_;  // the fiber's (or plain thread's) scope
+  const Deadline outer_;
+};
+}  // namespace spindle::detail
 
 namespace spindle::this_fiber {
 
@@ -62,6 +81,33 @@ template <class C, class D>
 Result<void> sleep_until(std::chrono::time_point<C, D> t) {
   return sleep_for(t - C::now());
 }
+
+// Runs fn() with `deadline` over every blocking call it makes on this fiber
+// (on a plain thread: on this thread), and returns what fn returns. A call
+// that would wait past the deadline ends there with errc::timed_out: channel,
+// select, mutex try_lock_until, condvar, event, semaphore, wait group, join,
+// stop signal, sleep, and every spindle::io, net and storage call that may be
+// cut short. A call with its own deadline or timeout waits until the earlier
+// of the two; its own one ends it as it always does (a wait_until's false),
+// the scope's with errc::timed_out. Scopes nest, and an inner scope cannot
+// outlast an outer one. Calls that need not wait still succeed after the
+// deadline. Never cut short: what is never cancelled (storage's writes and
+// syncs, io::fsync, any spindle::io call with IoOptions::cancellable false)
+// and Mutex::lock (it cannot fail; use try_lock_until). A net read or write
+// the scope cuts short poisons its stream as a timeout does.
+template <class F>
+decltype(auto) with_deadline(Deadline deadline, F&& fn) {
+  detail::DeadlineScope scope(deadline);
+  return std::invoke(std::forward<F>(fn));
+}
+// with_deadline(now + timeout, fn).
+template <class F>
+decltype(auto) with_timeout(std::chrono::nanoseconds timeout, F&& fn) {
+  return with_deadline(deadline_after(timeout), std::forward<F>(fn));
+}
+// The deadline of the innermost scope around the caller; kNoDeadline
+// outside any. Never suspends.
+Deadline deadline() noexcept;
 
 // The running fiber's id (unique within the process, never 0); 0 on a plain thread.
 std::uint64_t id() noexcept;

@@ -29,6 +29,14 @@ enum class Placement : std::uint8_t {
 Fiber* current_fiber() noexcept;
 // The scheduler of the fiber or worker on this thread, or null.
 Scheduler* current_scheduler() noexcept;
+// The deadline scope (this_fiber::with_deadline) of the calling fiber, or of
+// the calling plain thread outside a fiber: kNoDeadline outside any scope.
+// The reference stays the caller's across suspensions (a fiber's own field).
+Deadline& scope_deadline() noexcept;
+// The deadline a wait that may be cut short, with its own `deadline`, waits
+// until: the earlier of that and the caller's deadline scope; `from_scope`
+// says whether the scope's is the earlier.
+Deadline effective_deadline(Deadline deadline, bool& from_scope) noexcept;
 
 // Creates the scheduler for one Runtime::run (no threads or rings yet).
 std::shared_ptr<Scheduler> make_scheduler(const Config& config);

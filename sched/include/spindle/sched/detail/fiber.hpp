@@ -75,6 +75,9 @@ class Fiber : public Task {
   // What the fiber's latest park waits for ("mutex", "sleep", "io"...), for
   // dumps. Written by the fiber before it parks; read while it is parked.
   const char* waiting_on = nullptr;
+  // The innermost this_fiber::with_deadline around the running code; written
+  // only by the fiber.
+  Deadline scope_deadline = kNoDeadline;
 
   // The park word: epoch, abort flag and park kind. Its protocol (arm,
   // claim, completion, abort) is sched/src/core/park_word.hpp's.

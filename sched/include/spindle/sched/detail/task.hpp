@@ -29,9 +29,10 @@ class Task : public Node {
   const std::exception_ptr& exception() const noexcept { return exception_; }
 
   // Suspends the calling fiber (or blocks the calling thread) until the task is
-  // done. Returns errc::aborted if the calling fiber is aborted first.
-  // Suspends: until the task completes.
-  Result<void> wait_done() noexcept;
+  // done. Returns errc::aborted if the calling fiber is aborted first,
+  // errc::timed_out at `deadline`.
+  // Suspends: until the task completes, the deadline, or abort.
+  Result<void> wait_done(Deadline deadline = kNoDeadline) noexcept;
 
   // Its JoinHandle is gone: nothing will wait_done() on it any more. release;
   // pairs with the acquire in handle_released(), so that what the handle's

@@ -19,8 +19,11 @@ namespace detail {
 class Fiber;
 
 // How a wait ended. The first of notify, deadline and abort to claim the wait
-// decides it; the others find it already claimed and do nothing.
-enum class WakeReason : std::uint8_t { kNotified, kTimedOut, kAborted };
+// decides it; the others find it already claimed and do nothing. A wait whose
+// deadline came from the caller's deadline scope (this_fiber::with_deadline)
+// reports that deadline as kScopeExpired: errc::timed_out, also for a call
+// that has no deadline of its own.
+enum class WakeReason : std::uint8_t { kNotified, kTimedOut, kAborted, kScopeExpired };
 
 // What may end a fiber's park (the low two bits of Fiber::wake_word; the
 // protocol is in sched/src/core/park_word.hpp).
@@ -88,7 +91,9 @@ class WaitQueue {
 };
 
 // Suspends the caller until `node` is notified, `deadline` passes, or (kind
-// kInterruptible, fibers only) the calling fiber is aborted. `node` must be
+// kInterruptible, fibers only) the calling fiber is aborted. An
+// interruptible wait also ends at the caller's deadline scope
+// (kScopeExpired). `node` must be
 // linked in a queue guarded by `lock`, which the caller holds; the wait
 // releases it once the caller can be woken (for a fiber: after its context is
 // saved) and returns with it released. On kTimedOut or kAborted the node may
@@ -99,8 +104,9 @@ WakeReason wait(WaitNode& node, SpinLock& lock, Deadline deadline,
                 ParkKind kind = ParkKind::kInterruptible, const char* what = "wait") noexcept
     SPINDLE_RELEASE(lock);
 
-// wait() for a fiber that holds several locks: the park is as wait()'s, and
-// `release(arg)` releases the locks once the fiber can be woken. Fibers only.
+// wait() for a fiber that holds several locks: the park is as wait()'s (with
+// the deadline scope), and `release(arg)` releases the locks once the fiber
+// can be woken. Fibers only.
 // Suspends: always, unless already claimed before the caller could block.
 WakeReason park_fiber(WaitNode& node, Deadline deadline, ParkKind kind, const char* what,
                       void (*release)(void* arg) noexcept, void* arg) noexcept;
@@ -124,9 +130,11 @@ bool in_fiber() noexcept;
 // it would not have blocked.
 bool current_aborted() noexcept;
 
-// The result of a timed wait: notified -> true, deadline -> false, abort -> errc::aborted.
+// The result of a timed wait: notified -> true, deadline -> false, abort ->
+// errc::aborted, the deadline scope's -> errc::timed_out.
 inline Result<bool> timed_result(WakeReason r) noexcept {
   if (r == WakeReason::kAborted) return failure(errc::aborted);
+  if (r == WakeReason::kScopeExpired) return failure(errc::timed_out);
   return r == WakeReason::kNotified;
 }
 
