@@ -11,7 +11,9 @@
 #include <cstddef>
 #include <initializer_list>
 #include <spindle/spindle.hpp>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "thread_safe_catch.hpp"
 
@@ -68,6 +70,27 @@ auto run(F&& body, Config config = {}) {
   config.stall_threshold = std::chrono::milliseconds(0);
   Runtime rt(config);
   return rt.run(std::forward<F>(body));
+}
+
+// From a fiber: runs body(id) on `threads` plain threads (ids 0 to threads - 1)
+// and `fibers` fibers (the ids after) at once, and returns when all have
+// ended, checking that every fiber ended without an error. The root parks
+// until the threads are done, so joining them does not block a worker.
+template <class F>
+void on_threads_and_fibers(int threads, int fibers, F body) {
+  WaitGroup threads_done(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&, t] {
+      body(t);
+      threads_done.done();
+    });
+  }
+  std::vector<JoinHandle<void>> hs;
+  for (int f = 0; f < fibers; ++f) hs.push_back(spawn([&, id = threads + f] { body(id); }));
+  for (auto& h : hs) CHECK(h.join().has_value());
+  CHECK(threads_done.wait().has_value());
+  for (auto& t : ts) t.join();
 }
 
 }  // namespace spindle::test
