@@ -1,23 +1,33 @@
-// Channel<T>: a typed queue between fibers and plain threads, bounded or
-// unbuffered, with close.
+// Channel<T>: a typed queue between fibers and plain threads, bounded,
+// unbuffered or unbounded, with close.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <utility>
 
 #include "spindle/base/result.hpp"
 #include "spindle/base/thread_annotations.hpp"
+#include "spindle/sched/detail/handoff.hpp"
 #include "spindle/sched/detail/spinlock.hpp"
 #include "spindle/sched/detail/wait.hpp"
 
 namespace spindle {
 
+// The capacity of an unbounded Channel: send() never waits for room (memory
+// is the limit). Unbounded is a capacity rather than a class of its own
+// because nothing else differs: the queue, close, the FIFO order and the
+// hand-over to a parked receiver are Channel's, only "full" never holds, and
+// a separate class would repeat or wrap all of that.
+inline constexpr std::size_t kUnbounded = std::numeric_limits<std::size_t>::max();
+
 // Thread-safe; send and receive from any number of fibers and plain threads.
 // capacity 0 is unbuffered: send() returns once a receiver has taken the
-// value. After close(), send() fails with errc::closed and recv() drains what
+// value; kUnbounded: send() never suspends and try_send() fails only once
+// closed. After close(), send() fails with errc::closed and recv() drains what
 // is buffered, then fails with errc::closed. FIFO among senders and among
 // receivers. Where a fiber parks, a plain thread blocks on a futex; try_send,
 // try_recv, close, closed, size and capacity never suspend.
@@ -33,7 +43,8 @@ class Channel {
 
   // errc::closed (the value is dropped), errc::aborted, or with a deadline
   // errc::timed_out.
-  // Suspends: while the channel is full (unbuffered: until a receiver takes it).
+  // Suspends: while the channel is full (unbuffered: until a receiver takes
+  // it; kUnbounded: never).
   Result<void> send(T value) { return send_until(std::move(value), kNoDeadline); }
   Result<void> send_until(T value, Deadline deadline);
   Result<void> send_for(T value, std::chrono::nanoseconds timeout) {
@@ -66,32 +77,12 @@ class Channel {
   template <class>
   friend class SendCase;
 
-  enum class Status : unsigned char { kWaiting, kDone, kClosed };
-  // A waiter's side of a hand-over, on its stack, reached through WaitNode::data.
-  struct Slot {
-    std::optional<T> value;  // receiver: filled by the sender; sender: the value to take
-    Status status = Status::kWaiting;
-  };
+  using Slot = detail::HandOff<T>;
 
-  // Pops waiters from `q` until one accepts the claim; the hand-over `fill`
-  // runs first and `undo` reverts it for a waiter that lost its claim (it is
-  // blocked on lock_ to unlink, so its slot is still there).
-  template <class Fill, class Undo>
-  bool hand_over(detail::WaitQueue& q, Fill fill, Undo undo) SPINDLE_REQUIRES(lock_) {
-    while (detail::WaitNode* n = q.pop_front()) {
-      auto* slot = static_cast<Slot*>(n->data);
-      fill(*slot);
-      slot->status = Status::kDone;
-      if (n->notify()) return true;
-      slot->status = Status::kWaiting;
-      undo(*slot);
-    }
-    return false;
-  }
   // Tries to pass `value` to a waiting receiver; on success `value` is left
   // moved-from.
   bool give_to_receiver(T& value) SPINDLE_REQUIRES(lock_) {
-    return hand_over(
+    return detail::hand_over<T>(
         receivers_, [&](Slot& s) { s.value.emplace(std::move(value)); },
         [&](Slot& s) {
           value = std::move(*s.value);
@@ -100,7 +91,7 @@ class Channel {
   }
   // Moves a waiting sender's value to the buffer's tail.
   bool admit_sender() SPINDLE_REQUIRES(lock_) {
-    return hand_over(
+    return detail::hand_over<T>(
         senders_,
         [&](Slot& s) SPINDLE_REQUIRES(lock_) {
           buffer_.push_back(std::move(*s.value));
@@ -122,7 +113,7 @@ class Channel {
       admit_sender();
       return out;
     }
-    hand_over(
+    detail::hand_over<T>(
         senders_,
         [&](Slot& s) {
           out.emplace(std::move(*s.value));
@@ -134,26 +125,6 @@ class Channel {
         });
     return out;
   }
-  // Parks the caller in `q` with `slot` until a hand-over ({}), close
-  // (errc::closed), the deadline (errc::timed_out) or abort (errc::aborted).
-  // Returns with lock_ released.
-  Result<void> park(detail::WaitQueue& q, Slot& slot, Deadline deadline, const char* what)
-      SPINDLE_RELEASE(lock_) {
-    detail::WaitNode node;
-    node.data = &slot;
-    switch (detail::wait_in(q, node, lock_, deadline, detail::ParkKind::kInterruptible, what)) {
-      case detail::WakeReason::kNotified:
-        if (slot.status == Status::kClosed) return failure(errc::closed);
-        return {};
-      case detail::WakeReason::kTimedOut:
-      case detail::WakeReason::kScopeExpired:
-        return failure(errc::timed_out);
-      case detail::WakeReason::kAborted:
-        break;
-    }
-    return failure(errc::aborted);
-  }
-
   const std::size_t capacity_;
   mutable detail::SpinLock lock_;
   std::deque<T> buffer_ SPINDLE_GUARDED_BY(lock_);
@@ -181,7 +152,7 @@ Result<void> Channel<T>::send_until(T value, Deadline deadline) {
   }
   Slot slot;
   slot.value.emplace(std::move(value));
-  return park(senders_, slot, deadline, "channel send");
+  return detail::park(senders_, slot, lock_, deadline, "channel send");
 }
 
 template <class T>
@@ -208,7 +179,9 @@ Result<T> Channel<T>::recv_until(Deadline deadline) {
     return failure(errc::closed);
   }
   Slot slot;
-  if (auto r = park(receivers_, slot, deadline, "channel recv"); !r) return failure(r.error());
+  if (auto r = detail::park(receivers_, slot, lock_, deadline, "channel recv"); !r) {
+    return failure(r.error());
+  }
   return std::move(*slot.value);
 }
 
@@ -225,12 +198,8 @@ void Channel<T>::close() noexcept {
   lock_.lock();
   if (!closed_) {
     closed_ = true;
-    for (auto* q : {&receivers_, &senders_}) {
-      while (detail::WaitNode* n = q->pop_front()) {
-        static_cast<Slot*>(n->data)->status = Status::kClosed;
-        n->notify();
-      }
-    }
+    detail::close_waiters<T>(receivers_);
+    detail::close_waiters<T>(senders_);
   }
   lock_.unlock();
 }

@@ -95,7 +95,7 @@ class SendCase final : public detail::SelectCase {
     return true;
   }
   void enqueue(detail::WaitNode& node) override SPINDLE_NO_THREAD_SAFETY_ANALYSIS {
-    slot_.status = Channel<T>::Status::kWaiting;
+    slot_.status = Channel<T>::Slot::Status::kWaiting;
     node.data = &slot_;
     ch_.senders_.push_back(&node);
   }
@@ -103,7 +103,7 @@ class SendCase final : public detail::SelectCase {
     if (detail::WaitQueue::linked(&node)) ch_.senders_.remove(&node);
   }
   void won() override {
-    closed_ = slot_.status == Channel<T>::Status::kClosed;
+    closed_ = slot_.status == Channel<T>::Slot::Status::kClosed;
     slot_.value.reset();
   }
 
