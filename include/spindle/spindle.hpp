@@ -29,6 +29,7 @@
 #include "spindle/sched/mutex.hpp"
 #include "spindle/sched/once.hpp"
 #include "spindle/sched/once_cell.hpp"
+#include "spindle/sched/oneshot.hpp"
 #include "spindle/sched/pin.hpp"
 #include "spindle/sched/runtime.hpp"
 #include "spindle/sched/runtime_counter.hpp"
