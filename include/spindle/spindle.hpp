@@ -16,6 +16,7 @@
 #include "spindle/net/stream.hpp"
 #include "spindle/net/timeout.hpp"
 #include "spindle/sched/barrier.hpp"
+#include "spindle/sched/broadcast.hpp"
 #include "spindle/sched/channel.hpp"
 #include "spindle/sched/condvar.hpp"
 #include "spindle/sched/config.hpp"

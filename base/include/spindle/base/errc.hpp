@@ -22,6 +22,7 @@ enum class errc : int {
   insufficient_length,  // storage: a read reaches past the end of the blob
   io_limit,             // the worker has Config::max_io_in_flight operations in flight
   unsupported,          // the runtime's I/O backend cannot perform this operation
+  lagged,               // a broadcast receiver fell behind: values it had not read were dropped
 };
 
 namespace detail {
@@ -57,6 +58,8 @@ class ErrcCategory final : public std::error_category {
         return "too many I/O operations in flight on one worker (Config::max_io_in_flight)";
       case errc::unsupported:
         return "not supported by the runtime's I/O backend";
+      case errc::lagged:
+        return "lagged: values were dropped before this receiver read them";
     }
     return "unknown spindle error";
   }

@@ -42,6 +42,15 @@ bool hand_over(WaitQueue& q, Fill&& fill, Undo&& undo) SPINDLE_NO_THREAD_SAFETY_
   return false;
 }
 
+// Hands a copy of `value` to every waiter in `q` that accepts its claim. The
+// caller holds the lock of `q`.
+template <class T>
+void hand_copies(WaitQueue& q, const T& value) {
+  while (hand_over<T>(
+      q, [&](HandOff<T>& s) { s.value.emplace(value); }, [](HandOff<T>& s) { s.value.reset(); })) {
+  }
+}
+
 // Wakes every waiter in `q` with errc::closed. The caller holds the lock of `q`.
 template <class T>
 void close_waiters(WaitQueue& q) noexcept {
