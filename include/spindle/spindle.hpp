@@ -26,6 +26,7 @@
 #include "spindle/sched/interval.hpp"
 #include "spindle/sched/io.hpp"
 #include "spindle/sched/join_handle.hpp"
+#include "spindle/sched/join_set.hpp"
 #include "spindle/sched/log.hpp"
 #include "spindle/sched/mutex.hpp"
 #include "spindle/sched/once.hpp"

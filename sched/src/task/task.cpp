@@ -18,10 +18,12 @@ void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
   lock().lock();
   complete_locked(outcome, std::move(error));
   lock().unlock();
+  if (hook_) hook_->task_completed();
 }
 
 void Task::close_and_complete(Outcome outcome, std::exception_ptr error) noexcept {
   close_then([&]() SPINDLE_REQUIRES(lock()) { complete_locked(outcome, std::move(error)); });
+  if (hook_) hook_->task_completed();
 }
 
 void Task::complete_locked(Outcome outcome, std::exception_ptr error) noexcept {

@@ -29,17 +29,33 @@ using SpawnResult = std::remove_cvref_t<std::invoke_result_t<std::decay_t<F>&&>>
 
 namespace detail {
 
-// Spawns `fn` as a fiber under `node` of `scheduler` (Context::spawn and the
-// free spawn()).
+// The fiber that runs `fn`.
+template <class F>
+using SpawnedFiber = FiberImpl<std::decay_t<F>, SpawnResult<F>>;
+
+// Spawns `fn` as a fiber under `node` of `scheduler`, with `hook` (may be
+// null) told of its completion, and returns it with a reference for the
+// caller (a handle's or a JoinSet's).
+template <class F>
+SpawnedFiber<F>* spawn_fiber(Scheduler& scheduler, Node& node, Placement placement,
+                             std::string_view name, const std::shared_ptr<const Identity>& identity,
+                             CompletionHook* hook, F&& fn) {
+  auto* fiber = new SpawnedFiber<F>(scheduler, std::forward<F>(fn));
+  fiber->ref_unshared();  // the caller's reference; launch() takes the creation one
+  fiber->set_hook_unshared(hook);
+  launch(fiber, node, placement, name, identity);
+  return fiber;
+}
+
+// spawn_fiber() without a hook, as a JoinHandle (Context::spawn and the free
+// spawn()).
 template <class F>
 JoinHandle<SpawnResult<F>> spawn_under(Scheduler& scheduler, Node& node, Placement placement,
                                        std::string_view name,
                                        const std::shared_ptr<const Identity>& identity, F&& fn) {
-  using T = SpawnResult<F>;
-  auto* fiber = new FiberImpl<std::decay_t<F>, T>(scheduler, std::forward<F>(fn));
-  fiber->ref_unshared();  // the handle's reference; launch() takes the creation one
-  launch(fiber, node, placement, name, identity);
-  return JoinHandle<T>(fiber, fiber);
+  auto* fiber =
+      spawn_fiber(scheduler, node, placement, name, identity, nullptr, std::forward<F>(fn));
+  return JoinHandle<SpawnResult<F>>(fiber, fiber);
 }
 
 // with_attribute's value as text: strings as they are, bool as true/false,
@@ -165,6 +181,14 @@ class Context {
   template <class F>
   JoinHandle<SpawnResult<F>> spawn_dedicated(F&& fn, std::string_view name = {}) const {
     return spawn_as(detail::Placement::kDedicated, name, std::forward<F>(fn));
+  }
+
+  // Internal (JoinSet): spawn(fn), with `hook` told when the fiber completes;
+  // returns the fiber with a reference for the caller.
+  template <class F>
+  detail::SpawnedFiber<F>* spawn_hooked(detail::CompletionHook& hook, F&& fn) const {
+    return detail::spawn_fiber(*scheduler_, *node_, detail::Placement::kPool, {}, identity_, &hook,
+                               std::forward<F>(fn));
   }
 
   // Runs plain callable `fn` on the bounded blocking thread pool: for

@@ -49,23 +49,7 @@ class JoinHandle {
   Result<T> join_until(Deadline deadline) {
     if (!task_) return failure(errc::closed);
     if (auto waited = task_->wait_done(deadline); !waited) return failure(waited.error());
-    switch (task_->outcome()) {
-      case detail::Task::Outcome::kValue:
-        if constexpr (std::is_void_v<T>) {
-          return {};
-        } else {
-          if (!cell_->value) return failure(errc::closed);
-          T v = std::move(*cell_->value);
-          cell_->value.reset();
-          return v;
-        }
-      case detail::Task::Outcome::kException:
-        return failure(errc::exited);
-      case detail::Task::Outcome::kAborted:
-      case detail::Task::Outcome::kPending:
-        break;
-    }
-    return failure(errc::aborted);
+    return detail::take_result(*task_, *cell_);
   }
 
   Result<T> join_for(std::chrono::nanoseconds timeout) {

@@ -1,5 +1,6 @@
 // Task: the joinable part of a fiber or a blocking call, what a JoinHandle
-// refers to: completion, outcome, exception, and the queue of joiners.
+// refers to: completion, outcome, exception, the queue of joiners, and an
+// optional hook told of the completion.
 #pragma once
 
 #include <atomic>
@@ -17,6 +18,19 @@ class JoinCase;
 }  // namespace spindle
 
 namespace spindle::detail {
+
+// Told once that a task completed (a JoinSet's member), however it ended,
+// also unrun (aborted before it started, or refused at launch). Called on the
+// completing thread, after done() is true and the joiners are woken, with no
+// lock held; the completer holds a reference on the task for the call. The
+// hook must outlive the task's completion.
+class CompletionHook {
+ public:
+  virtual void task_completed() noexcept = 0;
+
+ protected:
+  ~CompletionHook() = default;
+};
 
 // Thread-safe. Completed exactly once.
 class Task : public Node {
@@ -39,6 +53,11 @@ class Task : public Node {
   // waits did is visible to whoever sees the flag.
   void release_handle() noexcept { handle_released_.store(true, std::memory_order_release); }
   bool handle_released() const noexcept { return handle_released_.load(std::memory_order_acquire); }
+
+  // Sets the hook told of the completion, for a task no other thread can
+  // reach yet (before its launch): fixed from then on, so the completer reads
+  // it without the lock. A task without one pays a null test per completion.
+  void set_hook_unshared(CompletionHook* hook) noexcept { hook_ = hook; }
 
   // Publishes the outcome and wakes every joiner. Once.
   void complete(Outcome outcome, std::exception_ptr error = nullptr) noexcept;
@@ -63,6 +82,7 @@ class Task : public Node {
   std::atomic<bool> handle_released_{false};
   Outcome outcome_ = Outcome::kPending;
   std::exception_ptr exception_;
+  CompletionHook* hook_ = nullptr;
   WaitQueue joiners_ SPINDLE_GUARDED_BY(lock());  // as is the done_ transition
 };
 
@@ -73,6 +93,30 @@ struct ResultCell {
 };
 template <>
 struct ResultCell<void> {};
+
+// What joining `task`, which is done(), reports: its value (moved out of
+// `cell`, so that a second take reports errc::closed), errc::exited if it
+// threw, else errc::aborted.
+template <class T>
+Result<T> take_result(const Task& task, [[maybe_unused]] ResultCell<T>& cell) {
+  switch (task.outcome()) {
+    case Task::Outcome::kValue:
+      if constexpr (std::is_void_v<T>) {
+        return {};
+      } else {
+        if (!cell.value) return failure(errc::closed);
+        T v = std::move(*cell.value);
+        cell.value.reset();
+        return v;
+      }
+    case Task::Outcome::kException:
+      return failure(errc::exited);
+    case Task::Outcome::kAborted:
+    case Task::Outcome::kPending:
+      break;
+  }
+  return failure(errc::aborted);
+}
 
 // Runs a task's body `fn` once, storing its value in `cell`, and destroys the
 // closure whether the body returns or throws.
