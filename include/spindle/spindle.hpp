@@ -39,6 +39,7 @@
 #include "spindle/sched/select.hpp"
 #include "spindle/sched/semaphore.hpp"
 #include "spindle/sched/stop.hpp"
+#include "spindle/sched/task_group.hpp"
 #include "spindle/sched/this_fiber.hpp"
 #include "spindle/sched/wait_group.hpp"
 #include "spindle/sched/watch.hpp"
