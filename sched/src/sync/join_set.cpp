@@ -17,6 +17,7 @@ JoinSetMember* JoinSetCore::add() {
   members_.push_back(m);
   ++size_;
   all_aborted_ = false;
+  cut_short_ = false;
   return m;
 }
 
@@ -49,7 +50,7 @@ JoinSetMember* JoinSetCore::try_take() noexcept {
 
 JoinSetMember* JoinSetCore::take() noexcept {
   for (;;) {
-    const bool aborted = current_aborted();
+    const bool aborted = current_aborted() || cut_short_;
     if (aborted && !all_aborted_) abort_all();
     lock_.lock();
     if (JoinSetMember* m = ready_.pop_front()) {
@@ -61,11 +62,15 @@ JoinSetMember* JoinSetCore::take() noexcept {
       lock_.unlock();
       return nullptr;
     }
-    // A notify hands over a ready member; an abort of the caller (only while
-    // it is not aborted yet) goes round to abort the set.
+    // A notify hands over a ready member; an abort of the caller, or its
+    // deadline scope (only while neither happened yet), goes round to abort
+    // the set.
     WaitNode node;
-    (void)wait_in(waiter_, node, lock_, kNoDeadline,
-                  aborted ? ParkKind::kUninterruptible : ParkKind::kInterruptible, "join_set");
+    if (wait_in(waiter_, node, lock_, kNoDeadline,
+                aborted ? ParkKind::kUninterruptible : ParkKind::kInterruptible,
+                "join_set") == WakeReason::kScopeExpired) {
+      cut_short_ = true;
+    }
   }
 }
 

@@ -40,6 +40,7 @@ Result<void> TaskGroup::wait() {
   if (detail::current_aborted()) return failure(errc::aborted);
   LockGuard guard(lock_);
   if (first_) return failure(first_);
+  if (set_.cut_short()) return failure(errc::timed_out);
   return {};
 }
 
@@ -56,6 +57,9 @@ std::exception_ptr TaskGroup::exception() const noexcept {
 }
 
 void TaskGroup::fail(std::error_code ec, std::exception_ptr error) noexcept {
+  // A fiber the group has aborted (after a failure, the owner's abort or its
+  // deadline scope) fails because of that: not the group's answer.
+  if (detail::current_aborted()) return;
   {
     LockGuard guard(lock_);
     if (first_) return;

@@ -98,6 +98,83 @@ TEST_CASE("deadline scope: every kind of blocking call inside ends with errc::ti
   });
 }
 
+TEST_CASE("deadline scope: the other channel kinds, RwLock, Barrier and Interval end with it",
+          "[deadline_scope]") {
+  spindle::test::on_workers([] {
+    auto [otx, orx] = spindle::oneshot<int>();
+    check_cut_short("oneshot recv", [&] { return error_of(orx.recv()); });
+    auto [btx, brx] = spindle::broadcast<int>(4);
+    check_cut_short("broadcast recv", [&] { return error_of(brx.recv()); });
+    auto [wtx, wrx] = spindle::watch<int>(0);
+    check_cut_short("watch changed", [&] { return error_of(wrx.changed()); });
+    spindle::RwLock rw;
+    rw.lock();
+    check_cut_short("rw_lock shared",
+                    [&] { return error_of(rw.try_lock_shared_until(kNoDeadline)); });
+    rw.unlock();
+    spindle::Barrier barrier(2);
+    check_cut_short("barrier", [&] { return error_of(barrier.arrive_and_wait()); });
+    spindle::Interval interval(Clock::now() + 1h, 1h);
+    check_cut_short("interval", [&] { return error_of(interval.tick()); });
+  });
+}
+
+TEST_CASE("deadline scope: a task group's wait aborts the group at the deadline",
+          "[deadline_scope][task_group]") {
+  spindle::test::on_workers([] {
+    spindle::Event never;
+    std::atomic<int> aborted{0};
+    std::atomic<int> ended{0};
+    check_cut_short("task group", [&] {
+      spindle::TaskGroup group;
+      for (int i = 0; i < 3; ++i) {
+        // A member cut short reports its errc::aborted: not the group's answer.
+        group.spawn([&]() -> spindle::Result<void> {
+          auto r = never.wait();
+          if (!r && r.error() == errc::aborted) ++aborted;
+          ++ended;
+          return r;
+        });
+      }
+      return error_of(group.wait());
+    });
+    CHECK(ended.load() == 3);  // every member ended before the scope returned
+    CHECK(aborted.load() == 3);
+    // A group whose fibers all finish before the deadline succeeds.
+    tf::with_timeout(1h, [] {
+      spindle::TaskGroup quick;
+      quick.spawn([] {});
+      CHECK(quick.wait().has_value());
+    });
+  });
+}
+
+TEST_CASE("deadline scope: join_next aborts the set at the deadline and says so",
+          "[deadline_scope][join_set]") {
+  spindle::test::on_workers([] {
+    spindle::Event never;
+    spindle::JoinSet<int> set;
+    set.spawn([] { return 1; });
+    set.spawn([&] { return never.wait().has_value() ? 2 : -1; });
+    std::vector<int> values;
+    std::vector<std::error_code> errors;
+    tf::with_timeout(kScope, [&] {
+      while (auto r = set.join_next()) {
+        if (*r) {
+          values.push_back(**r);
+        } else {
+          errors.push_back(r->error());
+        }
+      }
+    });
+    CHECK(set.cut_short());
+    CHECK(values == std::vector<int>{1});
+    // The blocked fiber was aborted, so it joins as aborted.
+    CHECK(errors == std::vector<std::error_code>{make_error_code(errc::aborted)});
+    CHECK(set.empty());
+  });
+}
+
 TEST_CASE("deadline scope: own deadlines keep their meaning; the earlier one ends the call",
           "[deadline_scope]") {
   spindle::test::on_workers([] {

@@ -312,3 +312,45 @@ TEST_CASE("select: a plain thread outside any runtime waits with a timer case",
   CHECK(ra.result().value() == 8);
   sender.join();
 }
+
+TEST_CASE("select: aborting selectors while a sender hands values over loses and doubles nothing",
+          "[select][abort]") {
+  spindle::test::on_workers([] {
+    constexpr int kReceivers = 4;
+    Channel<int> a(0), never(0);
+    std::vector<std::atomic<int>> seen(kValues + 1);
+    auto sender = spindle::spawn([&] {
+      for (int v = 1; v <= kValues; ++v) {
+        if (!a.send(v)) return false;
+      }
+      return true;
+    });
+    auto receiver = [&] {
+      RecvCase r(a), n(never);
+      for (;;) {
+        auto i = spindle::select(r, n);
+        if (!i) return;  // aborted
+        if (auto v = r.result()) seen[static_cast<std::size_t>(*v)]++;
+      }
+    };
+    std::vector<spindle::JoinHandle<void>> receivers;
+    for (int i = 0; i < kReceivers; ++i) receivers.push_back(spindle::spawn(receiver));
+    // Abort the oldest receiver and start a new one, again and again, until
+    // every value went over.
+    std::size_t oldest = 0;
+    while (!sender.is_finished()) {
+      (void)tf::sleep_for(50us);
+      receivers[oldest].abort();
+      receivers.push_back(spindle::spawn(receiver));
+      ++oldest;
+    }
+    CHECK(sender.join().value());
+    for (std::size_t i = oldest; i < receivers.size(); ++i) receivers[i].abort();
+    for (auto& h : receivers) (void)h.join();
+    int once = 0;
+    for (int v = 1; v <= kValues; ++v)
+      once += seen[static_cast<std::size_t>(v)].load() == 1 ? 1 : 0;
+    CHECK(once == kValues);
+    CHECK_FALSE(receiver_waits(a));
+  });
+}

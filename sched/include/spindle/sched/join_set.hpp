@@ -63,11 +63,14 @@ class JoinSetCore {
   // Never suspends.
   JoinSetMember* try_take() noexcept;
   // The next member whose task completes, out of the set (release it); null
-  // once the set is empty. A caller that is aborted, or is aborted while it
-  // waits, aborts every member and from then on waits without interruption:
-  // the members end promptly, and a loop draining the set terminates.
+  // once the set is empty. A caller that is aborted, or is aborted or reaches
+  // its deadline scope's end while it waits, aborts every member and from
+  // then on waits without interruption: the members end promptly, and a loop
+  // draining the set terminates.
   // Suspends: until a member's task completes.
   JoinSetMember* take() noexcept;
+  // Whether the caller's deadline scope ended a take() since the last add().
+  bool cut_short() const noexcept { return cut_short_; }
   // Drops a taken member and its reference on its task.
   static void release(JoinSetMember* m) noexcept;
 
@@ -84,6 +87,7 @@ class JoinSetCore {
   IntrusiveList<JoinSetMember, &JoinSetMember::member_links> members_;  // not yet taken
   std::size_t size_ = 0;                                                // members_'s length
   bool all_aborted_ = false;  // abort_all() ran since the last add()
+  bool cut_short_ = false;    // the deadline scope ended a take() since the last add()
   SpinLock lock_;
   IntrusiveList<JoinSetMember, &JoinSetMember::ready_links> ready_ SPINDLE_GUARDED_BY(lock_);
   WaitQueue waiter_ SPINDLE_GUARDED_BY(lock_);  // the owner, in take()
@@ -136,9 +140,11 @@ class JoinSet {
   // The result of the next fiber of the set to finish, in the order they
   // finish (not the order of spawn): its value, errc::exited if it threw
   // (Config::catch_exceptions = true), errc::aborted if it was aborted.
-  // nullopt when the set is empty. In an aborted fiber it aborts the set's
-  // fibers and goes on returning their results as they end (a draining loop
-  // ends); it never reports the caller's own abort.
+  // nullopt when the set is empty. In an aborted fiber, or once the caller's
+  // deadline scope (this_fiber::with_deadline) ends a wait here, it aborts
+  // the set's fibers and goes on returning their results as they end (a
+  // draining loop ends); it never reports the caller's own abort or deadline
+  // (cut_short() tells the latter).
   // Suspends: until one of the set's fibers ends (not if one has, or the set
   // is empty).
   std::optional<Result<T>> join_next() { return take(core_.take()); }
@@ -146,6 +152,10 @@ class JoinSet {
   // join_next() without waiting: nullopt if no fiber of the set has ended
   // (or the set is empty).
   std::optional<Result<T>> try_join_next() { return take(core_.try_take()); }
+
+  // Whether the caller's deadline scope ended a join_next() wait, and so
+  // aborted the set, since the last spawn.
+  bool cut_short() const noexcept { return core_.cut_short(); }
 
   // The fibers spawned and not yet joined, running or ended.
   std::size_t size() const noexcept { return core_.size(); }

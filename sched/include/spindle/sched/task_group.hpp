@@ -110,8 +110,11 @@ class TaskGroup {
   // Joins every fiber of the group and returns the first failure (errc::exited
   // for a throw, whose exception is exception()), or success. In an aborted
   // fiber (the owner was aborted, which aborted the group), returns
-  // errc::aborted once the group's fibers have ended. The group may be
-  // spawned into and waited again; a failure stays the group's answer.
+  // errc::aborted once the group's fibers have ended. At the end of the
+  // caller's deadline scope (this_fiber::with_deadline) it aborts the group's
+  // fibers and, once they have ended, returns errc::timed_out (unless one
+  // failed first). The group may be spawned into and waited again; a failure
+  // stays the group's answer.
   // Suspends: until every fiber of the group has ended.
   Result<void> wait();
 
@@ -129,7 +132,8 @@ class TaskGroup {
  private:
   explicit TaskGroup(detail::Fiber& owner);
 
-  // Records the group's first failure, then aborts the group. Any thread.
+  // Records the group's first failure, then aborts the group; a failure of a
+  // fiber already aborted is ignored. On the failing fiber.
   void fail(std::error_code ec, std::exception_ptr error) noexcept;
   // Joins every fiber of the group.
   void drain();
