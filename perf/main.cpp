@@ -56,7 +56,7 @@ using Measure = std::function<Row(const Params&)>;
 // One table row: spindle and its baseline on the same workload.
 struct Variant {
   std::string_view name;
-  std::string_view baseline;  // "boost.fiber", "raw-uring" or "fio"
+  std::string_view baseline;  // "boost.fiber", "raw-uring", "fio", or a spindle row ("ping_pong")
   Measure run_spindle;
   Measure run_baseline;
   Headline headline;
@@ -109,6 +109,10 @@ std::vector<Workload> workloads() {
        {{"yield_many", "boost.fiber", spindle_yield_many, boost_yield_many, rate, at_least(68e6)}}},
       {"ping_pong",
        {{"ping_pong", "boost.fiber", spindle_ping_pong, boost_ping_pong, rate, at_least(19e6)}}},
+      // Against spindle's own ping_pong: the cost of select over a plain receive.
+      {"select_pingpong",
+       {{"select_pingpong", "ping_pong", spindle_select_pingpong, spindle_ping_pong, rate,
+         Target{Target::On::kRatio, 0.5}}}},
       {"chained_spawn",
        {{"chained_spawn", "boost.fiber", spindle_chained_spawn, boost_chained_spawn, rate,
          at_least(20e6)}}},

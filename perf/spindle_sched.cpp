@@ -68,6 +68,7 @@ void chain_link(Chain& c, std::uint64_t i) {
 struct PingPongPair {
   Channel<std::uint64_t> ping{0};
   Channel<std::uint64_t> pong{0};
+  Channel<std::uint64_t> never{0};  // select_pingpong's case that is never ready
 };
 
 }  // namespace
@@ -116,11 +117,14 @@ Row spindle_yield_many(const Params& p) {
   return r;
 }
 
-Row spindle_ping_pong(const Params& p) {
+// Pairs of fibers bouncing a counter over two unbuffered channels; `recv`
+// takes the next value from one of a pair's channels.
+template <class Recv>
+Row ping_pong_row(const Params& p, std::string_view name, Recv recv) {
   const std::uint64_t pairs = p.sizes.ping_pong_pairs;
   const std::uint64_t rounds = p.sizes.ping_pong_rounds;
   Runtime rt(config_for(p));
-  const auto [t, total] = rt.run([pairs, rounds] {
+  const auto [t, total] = rt.run([pairs, rounds, recv] {
     std::vector<std::unique_ptr<PingPongPair>> chans;
     for (std::uint64_t i = 0; i < pairs; ++i) chans.push_back(std::make_unique<PingPongPair>());
     std::vector<JoinHandle<std::uint64_t>> hs;
@@ -128,19 +132,19 @@ Row spindle_ping_pong(const Params& p) {
     const Stopwatch sw;
     for (auto& c : chans) {
       PingPongPair* pp = c.get();
-      hs.push_back(spindle::spawn([pp, rounds] {  // pinger: counts verified round trips
+      hs.push_back(spindle::spawn([pp, rounds, recv] {  // pinger: counts verified round trips
         std::uint64_t ok = 0;
         for (std::uint64_t r = 0; r < rounds; ++r) {
           if (!pp->ping.send(r)) break;
-          auto back = pp->pong.recv();
+          auto back = recv(*pp, pp->pong);
           if (!back || *back != r) break;
           ++ok;
         }
         return ok;
       }));
-      hs.push_back(spindle::spawn([pp, rounds] {  // ponger: echoes
+      hs.push_back(spindle::spawn([pp, rounds, recv] {  // ponger: echoes
         for (std::uint64_t r = 0; r < rounds; ++r) {
-          auto v = pp->ping.recv();
+          auto v = recv(*pp, pp->ping);
           if (!v || !pp->pong.send(*v)) break;
         }
         return std::uint64_t{0};
@@ -150,10 +154,24 @@ Row spindle_ping_pong(const Params& p) {
     for (auto& h : hs) sum += h.join().value();
     return std::pair{sw.stop(), sum};
   });
-  check(total == pairs * rounds, "ping_pong: {} of {} round trips verified", total, pairs * rounds);
-  Row r = make_row("ping_pong", "spindle", p, pairs * rounds, t, "round trips/s");
+  check(total == pairs * rounds, "{}: {} of {} round trips verified", name, total, pairs * rounds);
+  Row r = make_row(std::string(name), "spindle", p, pairs * rounds, t, "round trips/s");
   r.set("pairs", static_cast<double>(pairs));
   return r;
+}
+
+Row spindle_ping_pong(const Params& p) {
+  return ping_pong_row(p, "ping_pong",
+                       [](PingPongPair&, Channel<std::uint64_t>& ch) { return ch.recv(); });
+}
+
+Row spindle_select_pingpong(const Params& p) {
+  return ping_pong_row(p, "select_pingpong",
+                       [](PingPongPair& pair, Channel<std::uint64_t>& ch) -> Result<std::uint64_t> {
+                         RecvCase<std::uint64_t> from(ch), never(pair.never);
+                         if (auto i = spindle::select(from, never); !i) return failure(i.error());
+                         return from.result();
+                       });
 }
 
 Row spindle_chained_spawn(const Params& p) {

@@ -68,6 +68,8 @@ struct Params {
 Row spindle_spawn_many(const Params& p);
 Row spindle_yield_many(const Params& p);
 Row spindle_ping_pong(const Params& p);
+// ping_pong with each receive a select over its channel and a never-ready one.
+Row spindle_select_pingpong(const Params& p);
 Row spindle_chained_spawn(const Params& p);
 Row spindle_skynet(const Params& p);
 Row spindle_park_memory(const Params& p);
