@@ -1,8 +1,10 @@
 // spindle-example-chat: a line-based TCP chat server. Each connection has a
 // reader fiber (its own) and a writer fiber; a single broadcaster fiber owns
 // the list of members and copies every line to the others' outboxes, bounded
-// channels. A member whose outbox is full (it reads slower than the others
-// talk) is disconnected, so one slow client never holds up the rest.
+// channels. The readers tell the broadcaster of joins, lines and leaves on
+// three channels, which it waits on at once with `select`. A member whose
+// outbox is full (it reads slower than the others talk) is disconnected, so
+// one slow client never holds up the rest.
 // SIGINT or SIGTERM ends the root fiber, which aborts every other fiber.
 //
 // Try it: spindle-example-chat --listen 127.0.0.1:7000, then `nc 127.0.0.1 7000`
@@ -19,7 +21,6 @@
 #include <optional>
 #include <spindle/spindle.hpp>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "listen.hpp"
@@ -48,24 +49,24 @@ struct Member {
   }
 };
 
-// What connection fibers tell the broadcaster, in the order they happened.
-// Each event holds its member: the connection may end before the
-// broadcaster gets to the event.
-struct Joined {
-  std::shared_ptr<Member> member;
-};
-struct Left {
-  std::shared_ptr<Member> member;
-};
 struct Said {
   std::shared_ptr<Member> member;
   std::string line;
 };
-using Event = std::variant<Joined, Left, Said>;
 
-// The broadcaster: the only fiber that touches `members`. Ends when `events`
-// is closed or the fiber is aborted.
-void broadcast(spindle::Channel<Event>& events) {
+// What connection fibers tell the broadcaster. Each message holds its member:
+// the connection may end before the broadcaster gets to it. The channels are
+// unbuffered, so a member's join, lines and leave reach the broadcaster in
+// the order they happened although they travel on different channels.
+struct Hub {
+  spindle::Channel<std::shared_ptr<Member>> joined{0};
+  spindle::Channel<Said> said{0};
+  spindle::Channel<std::shared_ptr<Member>> left{0};
+};
+
+// The broadcaster: the only fiber that touches `members`. Ends when the
+// hub's channels are closed or the fiber is aborted.
+void broadcast(Hub& hub) {
   std::vector<std::shared_ptr<Member>> members;
   // Queues `text` for every member but `from`, without waiting: a member
   // whose outbox is full is disconnected and dropped.
@@ -80,19 +81,29 @@ void broadcast(spindle::Channel<Event>& events) {
       return true;
     });
   };
-  while (auto event = events.recv()) {
-    if (auto* joined = std::get_if<Joined>(&*event)) {
-      const Member* m = joined->member.get();
-      (void)joined->member->outbox.try_send(
+  spindle::RecvCase joined(hub.joined);
+  spindle::RecvCase said(hub.said);
+  spindle::RecvCase left(hub.left);
+  for (;;) {
+    const auto which = spindle::select(joined, said, left);
+    if (!which) return;  // aborted
+    if (*which == 0) {
+      auto member = joined.result();
+      if (!member) return;  // closed
+      Member* m = member->get();
+      (void)m->outbox.try_send(
           fmt::format("* welcome {}, {} online\n", m->name, members.size() + 1));
       deliver(m, fmt::format("* {} joined\n", m->name));
-      members.push_back(std::move(joined->member));
-    } else if (auto* left = std::get_if<Left>(&*event)) {
-      std::erase_if(members, [&](const auto& m) { return m == left->member; });
-      deliver(left->member.get(), fmt::format("* {} left\n", left->member->name));
+      members.push_back(std::move(*member));
+    } else if (*which == 1) {
+      auto line = said.result();
+      if (!line) return;
+      deliver(line->member.get(), fmt::format("{}: {}\n", line->member->name, line->line));
     } else {
-      const auto& said = std::get<Said>(*event);
-      deliver(said.member.get(), fmt::format("{}: {}\n", said.member->name, said.line));
+      auto member = left.result();
+      if (!member) return;
+      std::erase_if(members, [&](const auto& m) { return m == *member; });
+      deliver(member->get(), fmt::format("* {} left\n", (*member)->name));
     }
   }
 }
@@ -117,18 +128,18 @@ std::optional<std::string> read_line(net::TcpStream& stream) {
 }
 
 // A connection's life: joins, forwards its lines to the broadcaster, leaves.
-void serve_member(std::shared_ptr<Member> member, spindle::Channel<Event>& events) {
+void serve_member(std::shared_ptr<Member> member, Hub& hub) {
   auto writer = spindle::spawn([member] {
     while (auto text = member->outbox.recv()) {
       if (!member->stream.write_all(*text)) break;
     }
     member->disconnect();
   });
-  if (events.send(Joined{member})) {
+  if (hub.joined.send(member)) {
     while (auto line = read_line(member->stream)) {
-      if (!events.send(Said{member, std::move(*line)})) break;
+      if (!hub.said.send(Said{member, std::move(*line)})) break;
     }
-    (void)events.send(Left{member});
+    (void)hub.left.send(member);
   }
   member->disconnect();
   (void)writer.join();
@@ -136,13 +147,12 @@ void serve_member(std::shared_ptr<Member> member, spindle::Channel<Event>& event
 
 // The root fiber: listens, runs the broadcaster and the accept loop until
 // SIGINT or SIGTERM. Returns the exit code.
-int serve(const std::string& listen, spindle::apps::StopSignal& stop,
-          spindle::Channel<Event>& events) {
+int serve(const std::string& listen, spindle::apps::StopSignal& stop, Hub& hub) {
   auto listener = spindle::apps::listen_or_explain(kProgram, listen);
   if (!listener) return 1;
   fmt::print("{}: listening on {}\n", kProgram, listener->local_addr().value().to_string());
 
-  spindle::spawn([&events] { broadcast(events); });
+  spindle::spawn([&hub] { broadcast(hub); });
   auto acceptor = spindle::spawn([&] {
     for (;;) {
       auto stream = listener->accept();
@@ -156,7 +166,7 @@ int serve(const std::string& listen, spindle::apps::StopSignal& stop,
       auto member = std::make_shared<Member>();
       member->name = stream->peer_addr().value().to_string();
       member->stream = std::move(*stream);
-      spindle::spawn([member, &events] { serve_member(member, events); });
+      spindle::spawn([member, &hub] { serve_member(member, hub); });
     }
   });
 
@@ -187,9 +197,9 @@ int main(int argc, char** argv) {
   try {
     spindle::apps::StopSignal stop;  // before the runtime starts any thread
     // Outlives every fiber: run() returns only after all of them have ended.
-    spindle::Channel<Event> events(1024);
+    Hub hub;
     spindle::Runtime runtime(spindle::Config{.workers = workers});
-    return runtime.run([&] { return serve(listen, stop, events); });
+    return runtime.run([&] { return serve(listen, stop, hub); });
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}: {}\n", kProgram, e.what());
     return 1;

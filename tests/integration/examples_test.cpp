@@ -38,6 +38,7 @@ const std::string kHello = SPINDLE_EXAMPLE_HELLO_BIN;
 const std::string kChat = SPINDLE_EXAMPLE_CHAT_BIN;
 const std::string kChecksum = SPINDLE_EXAMPLE_CHECKSUM_BIN;
 const std::string kFanout = SPINDLE_EXAMPLE_FANOUT_BIN;
+const std::string kGather = SPINDLE_EXAMPLE_GATHER_BIN;
 
 // A listening socket on 127.0.0.1 with a port of the kernel's choosing.
 class Listener {
@@ -73,6 +74,21 @@ class Listener {
   int fd_ = -1;
   int port_ = 0;
 };
+
+// Echoes the lines of one connection to `listener` back to their sender,
+// until the peer closes or nothing arrives for 10 s.
+void echo_one(const Listener& listener) {
+  const int fd = listener.accept(Ms(10'000));
+  if (fd < 0) return;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 10'000) != 1) break;
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0 || ::send(fd, buf, static_cast<std::size_t>(n), MSG_NOSIGNAL) != n) break;
+  }
+  ::close(fd);
+}
 
 // The "<name> <crc>" lines of spindle-example-checksum's output.
 std::map<std::string, std::string> checksums(const std::string& out) {
@@ -214,4 +230,40 @@ TEST_CASE("spindle-example-fanout reports an answer and a timeout and a refusal"
   CHECK_THAT(run.out, Catch::Contains(answering.target() + ": 43 bytes: HTTP/1.0 200 OK\n"));
   CHECK_THAT(run.out, Catch::Contains(silent.target() + ": read: timed out\n"));
   CHECK_THAT(run.out, Catch::Contains(refused_target + ": connect: Connection refused\n"));
+}
+
+TEST_CASE("spindle-example-gather gathers the echo of every backend", "[integration][examples]") {
+  Listener a, b;
+  std::thread echo_a([&] { echo_one(a); });
+  std::thread echo_b([&] { echo_one(b); });
+  const auto run =
+      run_program({kGather, "--message", "hi there", a.target(), b.target()}, Ms(10'000));
+  echo_a.join();
+  echo_b.join();
+  CHECK(run.code == 0);
+  CHECK_THAT(run.out, Catch::Contains(a.target() + ": echoed in "));
+  CHECK_THAT(run.out, Catch::Contains(b.target() + ": echoed in "));
+  CHECK_THAT(run.out, Catch::Contains("2 backends in "));
+}
+
+TEST_CASE("spindle-example-gather gives up at the first failure, or at its deadline",
+          "[integration][examples]") {
+  Listener silent;  // accepted by the kernel, never read from
+  Listener closed;
+  const std::string refused_target = closed.target();
+  closed.close();
+  // A refusal aborts the wait for the silent backend: the run ends long
+  // before its 60 s deadline (it is killed, and fails, after 10 s).
+  const auto refused =
+      run_program({kGather, "--timeout-ms", "60000", silent.target(), refused_target}, Ms(10'000));
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.out, Catch::Contains(refused_target + ": connect: Connection refused\n"));
+
+  Listener answering;
+  std::thread echo([&] { echo_one(answering); });
+  const auto late = run_program(
+      {kGather, "--timeout-ms", "300", answering.target(), silent.target()}, Ms(10'000));
+  echo.join();
+  CHECK(late.code == 1);
+  CHECK_THAT(late.out, Catch::Contains("no answer from every backend in 300 ms"));
 }
