@@ -43,6 +43,14 @@ bool BlockingPool::submit(BlockingTask* task) { return enqueue(task, nullptr); }
 
 bool BlockingPool::submit(PoolJob* job) { return enqueue(nullptr, job); }
 
+bool BlockingPool::withdraw(PoolJob* job) {
+  ThreadLock lock(mutex_);
+  const auto it = std::find(jobs_.begin(), jobs_.end(), job);
+  if (it == jobs_.end()) return false;
+  jobs_.erase(it);
+  return true;
+}
+
 void BlockingPool::close() {
   std::deque<BlockingTask*> dropped;
   std::vector<std::thread> threads;

@@ -39,6 +39,9 @@ class BlockingPool {
   bool submit(BlockingTask* task);
   // Runs `job` before the tasks queued. Returns false if closed.
   bool submit(PoolJob* job);
+  // Takes `job` back if no thread has started it: true then, and it never
+  // runs. O(jobs queued).
+  bool withdraw(PoolJob* job);
   void close();
 
  private:

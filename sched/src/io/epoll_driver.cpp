@@ -28,7 +28,8 @@
 //
 // A wait holds no buffer: cancelling one (deadline, abort) only unlinks it.
 // A call on the blocking pool (files: reads the page cache cannot serve at
-// once, writes, syncs, opens, ...) cannot be cancelled: it ends when the
+// once, writes, syncs, opens, ...) is cancelled only while it waits for a
+// pool thread (the pool gives it back unrun); once started it ends when the
 // call returns, and the pool thread hands it back through the worker's
 // mailbox (MailMessage::kIoDone). Completions never run inside a publish:
 // finish_later() queues them for the next service.
@@ -440,8 +441,14 @@ void EpollDriver::complete_finished() noexcept {
 
 void EpollDriver::cancel(IoRequest& request) noexcept {
   auto& r = static_cast<EpollRequest&>(request);
-  // A call on the pool runs to its end; a finishing request has its result.
-  if (r.mode != EpollRequest::Mode::kWatch || r.finishing) return;
+  if (r.finishing) return;  // it has its result
+  if (r.mode == EpollRequest::Mode::kPool) {
+    // A call no pool thread has started never touches the buffers: taken
+    // back, it is cancelled. A started one runs to its end.
+    if (pool_.withdraw(&r)) finish_later(r, -ECANCELED);
+    return;
+  }
+  if (r.mode != EpollRequest::Mode::kWatch) return;
   fds_[static_cast<std::size_t>(r.op->fd)].waiters.remove(&r);
   finish_later(r, -ECANCELED);
 }

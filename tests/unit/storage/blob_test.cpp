@@ -3,10 +3,17 @@
 // zero-length operations, clones, concurrent readers on several workers, a
 // sync write leaving its worker free, and shutdown completing a write started
 // by an aborted fiber.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "skip.hpp"
@@ -39,6 +46,27 @@ std::string pattern(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   for (auto& c : s) c = static_cast<char>(rng());
   return s;
+}
+
+// Whether pages of a synced file in `dir` leave memory on POSIX_FADV_DONTNEED
+// (they do not on tmpfs), checked with mincore.
+bool page_cache_drops(const std::filesystem::path& dir) {
+  const std::string path = (dir / "probe").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  const std::size_t len = 64 * 1024;
+  const std::string data(len, 'x');
+  REQUIRE(::pwrite(fd, data.data(), len, 0) == static_cast<ssize_t>(len));
+  REQUIRE(::fsync(fd) == 0);
+  REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+  void* map = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  REQUIRE(map != MAP_FAILED);
+  std::vector<unsigned char> resident(len / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+  REQUIRE(::mincore(map, len, resident.data()) == 0);
+  ::munmap(map, len);
+  ::close(fd);
+  ::unlink(path.c_str());
+  return std::none_of(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
 }
 
 }  // namespace
@@ -358,4 +386,57 @@ TEST_CASE("shutdown completes a write started by an aborted fiber", "[storage][b
       CHECK(back == big);
     });
   }
+}
+
+TEST_CASE("a deadline scope cuts short a blob read still waiting for the blocking pool",
+          "[storage][blob][deadline_scope]") {
+  // On the epoll backend a read the page cache cannot serve at once goes to
+  // the blocking pool; its one thread is held, so the read waits for it, and
+  // only the scope can end the wait.
+  TempDir tmp;
+  if (!page_cache_drops(tmp.path())) {
+    SPINDLE_SKIP(
+        "the file system under %s keeps dropped pages in memory (tmpfs?): no read "
+        "there can be made to wait for the pool",
+        tmp.path().c_str());
+  }
+  spindle::Config config;
+  config.io_backend = spindle::IoBackendKind::kEpoll;
+  config.blocking_threads = 1;
+  spindle::test::on_workers(
+      [&] {
+        auto [st, blob] = fixture(tmp);
+        const std::string data = pattern(256 * 1024, 11);
+        REQUIRE(blob.write_at(0, data));
+        REQUIRE(blob.sync());
+        // Clean pages leave the page cache on request (no privilege needed).
+        for (const auto& e : std::filesystem::recursive_directory_iterator(tmp.path())) {
+          if (!e.is_regular_file()) continue;
+          const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+          REQUIRE(fd >= 0);
+          REQUIRE(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0);
+          ::close(fd);
+        }
+        std::atomic<bool> release{false};
+        std::atomic<bool> holding{false};
+        auto holder = spindle::spawn_blocking([&] {
+          holding = true;
+          while (!release.load()) std::this_thread::sleep_for(1ms);
+        });
+        REQUIRE(spindle::test::eventually([&] { return holding.load(); }));
+        std::string buf(data.size(), '\0');
+        const auto start = spindle::Clock::now();
+        auto r = spindle::this_fiber::with_timeout(20ms,
+                                                   [&] { return blob.read_at(0, std::span(buf)); });
+        CHECK(spindle::Clock::now() - start >= 20ms);
+        REQUIRE_FALSE(r.has_value());
+        CHECK(r.error() == errc::timed_out);
+        release = true;
+        holder.join().value();
+        // Withdrawn before it ran, it read nothing; now it reads everything.
+        CHECK(buf == std::string(data.size(), '\0'));
+        REQUIRE(blob.read_at(0, std::span(buf)));
+        CHECK(buf == data);
+      },
+      {1, 2}, config);
 }
