@@ -20,9 +20,11 @@
 // than asked), so a fiber that read everything waits without the try that
 // would find nothing. The id tells a reused fd number from the fd it was: a
 // new id registers again (the kernel dropped the closed file's
-// registration). An fd reported again and again with no waiter here leaves
-// the set, so a worker whose fibers have moved elsewhere is not woken for
-// them. An fd without an id is armed one-shot per wait (one epoll_ctl),
+// registration). A worker never takes an fd out of its set: only a fiber
+// using the fd knows it is open (another worker's fiber may close it at any
+// moment), so a worker whose fibers moved elsewhere keeps being told of
+// their fds until they are closed. An fd without an id is armed one-shot
+// per wait (one epoll_ctl),
 // which tolerates any use: MOD says ENOENT for an fd closed and reused, and
 // it is added again.
 //
@@ -59,7 +61,6 @@ namespace {
 constexpr std::uint64_t kWakeKey = ~std::uint64_t{0};
 constexpr std::uint32_t kImmediateBudget = 64;
 constexpr int kMaxEvents = 64;  // per epoll_wait
-constexpr std::uint8_t kUnclaimedLimit = 4;
 
 int sys(long ret) noexcept { return ret >= 0 ? static_cast<int>(ret) : -errno; }
 
@@ -340,7 +341,6 @@ EpollDriver::Watched* EpollDriver::registration(const IoOp& op, std::uint32_t ev
   if (op.fd_id == 0 || op.fd < 0 || static_cast<std::size_t>(op.fd) >= fds_.size()) return nullptr;
   Watched& w = fds_[static_cast<std::size_t>(op.fd)];
   if (w.id != op.fd_id) return nullptr;
-  w.unclaimed = 0;  // its fiber is here
   return (w.registered & events) == events ? &w : nullptr;
 }
 
@@ -414,16 +414,7 @@ int EpollDriver::keep(int fd, Watched& w, std::uint64_t id) noexcept {
   w.in_set = true;
   w.id = id;
   w.registered = events;
-  w.unclaimed = 0;
   return 0;
-}
-
-void EpollDriver::leave(int fd, Watched& w) noexcept {
-  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);  // ENOENT: closed already
-  w.in_set = false;
-  w.id = 0;
-  w.registered = w.ready = 0;
-  w.unclaimed = 0;
 }
 
 void EpollDriver::finish_later(EpollRequest& r, int result) noexcept {
@@ -471,13 +462,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
     const std::uint32_t got = ev.events;
     // An error or hang-up answers every wait.
     const bool all = (got & (EPOLLERR | EPOLLHUP)) != 0;
-    if (w.id != 0) {
-      w.ready |= all ? ~std::uint32_t{0} : got;
-      if (w.waiters.empty() && ++w.unclaimed == kUnclaimedLimit) {
-        leave(static_cast<int>(fd), w);
-        continue;
-      }
-    }
+    if (w.id != 0) w.ready |= all ? ~std::uint32_t{0} : got;
     // Complete the waiters the events answer. A one-shot fd is disarmed
     // now: re-arm it for the rest.
     for (EpollRequest* x = w.waiters.front(); x;) {

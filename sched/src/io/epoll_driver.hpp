@@ -72,9 +72,6 @@ class EpollDriver final : public IoDriver {
     std::uint64_t id = 0;
     std::uint32_t registered = 0;
     std::uint32_t ready = 0;
-    // Events reported with no waiter here since the last try here: at
-    // kUnclaimedLimit the fd leaves this set (its fiber waits elsewhere now).
-    std::uint8_t unclaimed = 0;
     bool in_set = false;  // added and not known to be gone (a close removes it silently)
     bool stream = false;  // id != 0: a SOCK_STREAM socket
     std::uint64_t nonblocking_id = 0;  // the fd_id whose fd was made O_NONBLOCK here
@@ -107,8 +104,6 @@ class EpollDriver final : public IoDriver {
   // Keeps `fd` in the set edge-triggered for fd id `id`, for at least the
   // waiters' events.
   int keep(int fd, Watched& w, std::uint64_t id) noexcept;
-  // Takes `fd` out of the set.
-  void leave(int fd, Watched& w) noexcept;
   // Completes `r` with `result` at the next service: never inside a publish.
   void finish_later(EpollRequest& r, int result) noexcept;
   void dispatch(const epoll_event* events, int n) noexcept;

@@ -142,8 +142,8 @@ TEST_CASE("io: an fd with an id gets data that came while no fiber waited on it"
     CHECK(io::send(b.get(), bytes("cd"), MSG_NOSIGNAL).value() == 2);
     (void)spindle::this_fiber::sleep_for(5ms);
     CHECK(recv_text(a.get(), o) == "cd");
-    // Reported with no waiter again and again (the fd may leave the worker's
-    // set), then read in one go, then waited for again.
+    // Reported with no waiter again and again, then read in one go, then
+    // waited for again.
     for (const char* part : {"1", "2", "3", "4", "5", "6"}) {
       CHECK(io::send(b.get(), bytes(part), MSG_NOSIGNAL).value() == 1);
       (void)spindle::this_fiber::sleep_for(2ms);
