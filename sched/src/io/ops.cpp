@@ -38,6 +38,15 @@ bool again(const std::error_code& e) noexcept {
   }
 }
 
+// run_io with the calling fiber's deadline scope, earlier than the
+// operation's own deadline, in its place. Out of line: the copy of the
+// options stays off run_io's frame.
+[[gnu::noinline]] Result<int> run_scoped(const IoOp& op, const IoOptions& options, Deadline scope) {
+  IoOptions scoped = options;
+  scoped.deadline = scope;
+  return run_io(op, scoped);
+}
+
 }  // namespace
 
 void refuse_over_limit(std::size_t limit) noexcept {
@@ -64,11 +73,10 @@ Result<int> run_io(const IoOp& op, const IoOptions& options) {
   SPINDLE_ASSERT(f != nullptr, "spindle I/O called outside a fiber");
   SPINDLE_ASSERT(options.cancellable || options.deadline == kNoDeadline,
                  "a non-cancellable operation takes no deadline");
-  // A deadline scope shortens what may be cut short.
-  if (options.cancellable && f->scope_deadline < options.deadline) [[unlikely]] {
-    IoOptions scoped = options;
-    scoped.deadline = f->scope_deadline;
-    return run_io(op, scoped);
+  if (f->scope_deadline != kNoDeadline) [[unlikely]] {
+    if (options.cancellable && f->scope_deadline < options.deadline) {
+      return run_scoped(op, options, f->scope_deadline);
+    }
   }
   // On the backend of the worker the fiber runs on now (it parks there).
   Result<int> r = current_driver().perform(f, op, options);

@@ -15,7 +15,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <ctime>
 
 #include "park/futex.hpp"
 #include "spindle/base/assert.hpp"
@@ -63,35 +62,6 @@ std::array<std::uint8_t, kMaxSelectCases> random_order(std::size_t n) noexcept {
     std::swap(order[i - 1], order[state % i]);
   }
   return order;
-}
-
-// The select's wait on a plain thread: until a notify claims it or the
-// deadline (then the claim is kTimedOut, unless a notify won meanwhile).
-// Returns the claim word.
-std::uint32_t thread_wait(SelectClaim& claim, Deadline deadline) noexcept {
-  for (;;) {
-    // acquire: pairs with the winning notify's CAS.
-    const std::uint32_t word = claim.word.load(std::memory_order_acquire);
-    if (word != 0) return word;
-    timespec ts{};
-    const timespec* tsp = nullptr;
-    if (deadline != kNoDeadline) {
-      const auto left = deadline - Clock::now();
-      if (left <= Clock::duration::zero()) {
-        std::uint32_t open = 0;
-        if (claim.word.compare_exchange_strong(open, SelectClaim::kTimedOut,
-                                               std::memory_order_acq_rel)) {
-          return SelectClaim::kTimedOut;
-        }
-        return open;
-      }
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-      ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-      ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-      tsp = &ts;
-    }
-    futex(&claim.word, FUTEX_WAIT, 0, tsp);
-  }
 }
 
 // The case a deadline fired: the timer case with the earliest deadline.
@@ -146,7 +116,8 @@ Result<std::optional<std::size_t>> select_cases(std::span<SelectCase* const> cas
   } else {
     locks.unlock();
     bool from_scope = false;
-    word = thread_wait(claim, effective_deadline(deadline, from_scope));
+    word = wait_for_claim(claim.word, effective_deadline(deadline, from_scope),
+                          SelectClaim::kTimedOut);
     if (word == SelectClaim::kTimedOut) {
       reason = from_scope ? WakeReason::kScopeExpired : WakeReason::kTimedOut;
     }

@@ -14,30 +14,10 @@ namespace {
 WakeReason thread_wait(WaitNode& node, SpinLock& lock, Deadline deadline) noexcept
     SPINDLE_RELEASE(lock) {
   lock.unlock();
-  for (;;) {
-    // acquire; pairs with the CAS in WaitNode::notify.
-    const std::uint32_t state = node.thread_state.load(std::memory_order_acquire);
-    if (state != 0) return static_cast<WakeReason>(state - 1);
-    struct timespec ts;
-    const struct timespec* tsp = nullptr;
-    if (deadline != kNoDeadline) {
-      const auto left = deadline - Clock::now();
-      if (left <= Clock::duration::zero()) {
-        std::uint32_t expected = 0;
-        if (node.thread_state.compare_exchange_strong(
-                expected, 1 + static_cast<std::uint32_t>(WakeReason::kTimedOut),
-                std::memory_order_acq_rel)) {
-          return WakeReason::kTimedOut;
-        }
-        return static_cast<WakeReason>(expected - 1);
-      }
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
-      ts.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
-      ts.tv_nsec = static_cast<long>(ns % 1'000'000'000);
-      tsp = &ts;
-    }
-    futex(&node.thread_state, FUTEX_WAIT, 0, tsp);
-  }
+  // thread_state: 1 + the WakeReason of the claim.
+  const std::uint32_t state = wait_for_claim(node.thread_state, deadline,
+                                             1 + static_cast<std::uint32_t>(WakeReason::kTimedOut));
+  return static_cast<WakeReason>(state - 1);
 }
 
 // Suspend::publish for wait(): the worker runs it once the parked fiber's
