@@ -62,23 +62,8 @@ class Fiber : public Task {
   // be aborted already.
   void deliver_abort() noexcept;
 
-  // Identity.
-  std::uint64_t id = 0;
-  std::string name;
-  // The spawning context's labels (null for the root's): this_fiber::context()
-  // carries them, and so do the fiber's own spawns.
-  std::shared_ptr<const Identity> identity;
-  TaskRecord* record = nullptr;  // its runtime_tasks_* series (metrics.hpp)
-  // Coarse monotonic clock (coarse_now_ms) at launch; on a worker, as of the
-  // start of the spawning fiber's batch of turns.
-  std::uint64_t spawned_ms = 0;
-  // What the fiber's latest park waits for ("mutex", "sleep", "io"...), for
-  // dumps. Written by the fiber before it parks; read while it is parked.
-  const char* waiting_on = nullptr;
-  // The innermost this_fiber::with_deadline around the running code; written
-  // only by the fiber.
-  Deadline scope_deadline = kNoDeadline;
-
+  // The fields every park and switch touches come first, next to the
+  // Task's, so a park touches as few cache lines of the block as it can.
   // The park word: epoch, abort flag and park kind. Its protocol (arm,
   // claim, completion, abort) is sched/src/core/park_word.hpp's.
   std::atomic<std::uint64_t> wake_word{0};
@@ -94,18 +79,33 @@ class Fiber : public Task {
   // the entry or a joiner (expedite()): by an exchange while a handle may
   // still join it. Any thread.
   std::atomic<bool> claimable{false};
-
+  // The innermost this_fiber::with_deadline around the running code; written
+  // only by the fiber.
+  Deadline scope_deadline = kNoDeadline;
+  // What the fiber's latest park waits for ("mutex", "sleep", "io"...), for
+  // dumps. Written by the fiber before it parks; read while it is parked.
+  const char* waiting_on = nullptr;
   ListLinks<Fiber> ready_links;                  // while ready in a worker's pinned list
   WorkerRemote* pinned = nullptr;                // if set, resumes only on this worker
   TimerHeap* timer_heap = nullptr;               // holds the current park's timer, if any
   std::atomic<WorkerRemote*> io_owner{nullptr};  // worker whose backend holds the kIo park's op
   IoRequest* io_request = nullptr;               // valid while parked in kIo
-
-  fiber::Stack stack;                      // taken when the fiber first runs
-  std::optional<fiber::Context> context;   // exists while the fiber has a stack
-  void* eh_state[2] = {nullptr, nullptr};  // the fiber's C++ exception-handling globals
-  LocalSlots* locals = nullptr;            // FiberLocal values, created on first use
+  void* eh_state[2] = {nullptr, nullptr};        // the fiber's C++ exception-handling globals
+  fiber::Stack stack;                            // taken when the fiber first runs
+  std::optional<fiber::Context> context;         // exists while the fiber has a stack
+  LocalSlots* locals = nullptr;                  // FiberLocal values, created on first use
   std::exception_ptr exit_error;
+
+  // Identity.
+  std::uint64_t id = 0;
+  std::string name;
+  // The spawning context's labels (null for the root's): this_fiber::context()
+  // carries them, and so do the fiber's own spawns.
+  std::shared_ptr<const Identity> identity;
+  TaskRecord* record = nullptr;  // its runtime_tasks_* series (metrics.hpp)
+  // Coarse monotonic clock (coarse_now_ms) at launch; on a worker, as of the
+  // start of the spawning fiber's batch of turns.
+  std::uint64_t spawned_ms = 0;
 
  protected:
   void destroy() noexcept override { delete this; }
