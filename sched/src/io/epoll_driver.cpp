@@ -28,6 +28,11 @@
 // which tolerates any use: MOD says ENOENT for an fd closed and reused, and
 // it is added again.
 //
+// A splice between pipes and sockets is tried at once (a socket made
+// O_NONBLOCK, as for accept and connect) and, not ready, waits for the end
+// that holds it up, as a poll of that fd; one that involves a regular file
+// or another kind of fd runs on the blocking pool.
+//
 // A wait holds no buffer: cancelling one (deadline, abort) only unlinks it.
 // A call on the blocking pool (files: reads the page cache cannot serve at
 // once, writes, syncs, opens, ...) is cancelled only while it waits for a
@@ -40,6 +45,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -87,6 +93,7 @@ std::uint32_t readiness(const IoOp& op) noexcept {
     case IoCode::kAccept:
     case IoCode::kRecv:
     case IoCode::kRead:
+    case IoCode::kReadv:
       return EPOLLIN | EPOLLRDHUP;
     case IoCode::kConnect:
     case IoCode::kSend:
@@ -111,6 +118,7 @@ bool on_pool(const IoOp& op) noexcept {
     case IoCode::kUnlinkat:
     case IoCode::kRenameat:
     case IoCode::kFtruncate:
+    case IoCode::kFallocate:
       return true;
     case IoCode::kWrite:
       return (op.write.rw_flags & (RWF_DSYNC | RWF_SYNC)) != 0;
@@ -119,19 +127,51 @@ bool on_pool(const IoOp& op) noexcept {
   }
 }
 
-// A read or write whose RWF_NOWAIT was refused (EOPNOTSUPP): still
-// -EOPNOTSUPP for a regular file (the pool's), -EAGAIN for a stream not
-// ready for `events`, else `call()`, the plain call, which then does not
-// block.
-template <class Call>
-int without_nowait(int fd, short events, Call call) noexcept {
+using Transfer = long (*)(int fd, const iovec* iov, int n, std::uint64_t offset,
+                          int flags) noexcept;
+
+// A read or write (`call`) tried with RWF_NOWAIT. Where that is refused
+// (EOPNOTSUPP): still -EOPNOTSUPP for a regular file (the pool's), -EAGAIN
+// for a stream not ready for `events`, else the plain call, which then
+// does not block.
+int transfer_now(Transfer call, short events, int fd, const iovec* iov, int n, std::uint64_t offset,
+                 int flags) noexcept {
+  const int r = sys(call(fd, iov, n, offset, flags | RWF_NOWAIT));
+  if (r != -EOPNOTSUPP) return r;
   struct stat st{};
   if (::fstat(fd, &st) != 0) return -errno;
   if (S_ISREG(st.st_mode)) return -EOPNOTSUPP;
   pollfd p{fd, events, 0};
-  const int n = ::poll(&p, 1, 0);
-  if (n < 0) return -errno;
-  return n == 0 ? -EAGAIN : call();
+  const int ready = ::poll(&p, 1, 0);
+  if (ready < 0) return -errno;
+  return ready == 0 ? -EAGAIN : sys(call(fd, iov, n, offset, flags));
+}
+
+// A read or write, which a file system without RWF_NOWAIT (EOPNOTSUPP) or
+// a regular file (epoll's EPERM) sends to the pool.
+bool file_transfer(IoCode code) noexcept {
+  return code == IoCode::kRead || code == IoCode::kReadv || code == IoCode::kWrite;
+}
+
+// splice(2) of `op` with `flags` added. A SIGPIPE it raises (a reader gone:
+// EPIPE) is taken back on this thread instead of killing the process.
+int splice_now(const IoOp& op, unsigned flags) noexcept {
+  loff_t in = static_cast<loff_t>(op.splice.offset_in);
+  loff_t out = static_cast<loff_t>(op.splice.offset_out);
+  sigset_t pipe_signal, old;
+  ::sigemptyset(&pipe_signal);
+  ::sigaddset(&pipe_signal, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
+  const int r =
+      sys(::splice(op.fd, op.splice.offset_in == io::kStreamOffset ? nullptr : &in,
+                   op.splice.fd_out, op.splice.offset_out == io::kStreamOffset ? nullptr : &out,
+                   op.splice.len, op.splice.flags | flags));
+  if (r == -EPIPE && ::sigismember(&old, SIGPIPE) == 0) {
+    const timespec none{};
+    (void)::sigtimedwait(&pipe_signal, nullptr, &none);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return r;
 }
 
 // One try that does not block: the result, or -errno (-EAGAIN: not ready).
@@ -147,21 +187,16 @@ int try_now(const IoOp& op) noexcept {
       return sys(::sendmsg(op.fd, op.sendmsg.msg, op.sendmsg.flags | MSG_DONTWAIT));
     case IoCode::kRead: {
       const iovec v{op.read.buf, op.read.len};
-      const int r = sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags | RWF_NOWAIT));
-      if (r != -EOPNOTSUPP) return r;
-      return without_nowait(op.fd, POLLIN, [&] {
-        return sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags));
-      });
+      return transfer_now(read_at, POLLIN, op.fd, &v, 1, op.read.offset, op.read.rw_flags);
     }
-    case IoCode::kWrite: {
-      const int n = static_cast<int>(op.write.count);
-      const int r =
-          sys(write_at(op.fd, op.write.iov, n, op.write.offset, op.write.rw_flags | RWF_NOWAIT));
-      if (r != -EOPNOTSUPP) return r;
-      return without_nowait(op.fd, POLLOUT, [&] {
-        return sys(write_at(op.fd, op.write.iov, n, op.write.offset, op.write.rw_flags));
-      });
-    }
+    case IoCode::kReadv:
+      return transfer_now(read_at, POLLIN, op.fd, op.readv.iov, static_cast<int>(op.readv.count),
+                          op.readv.offset, op.readv.rw_flags);
+    case IoCode::kWrite:
+      return transfer_now(write_at, POLLOUT, op.fd, op.write.iov, static_cast<int>(op.write.count),
+                          op.write.offset, op.write.rw_flags);
+    case IoCode::kSplice:
+      return splice_now(op, SPLICE_F_NONBLOCK);
     case IoCode::kPoll: {
       pollfd p{op.fd, static_cast<short>(op.events), 0};
       const int n = ::poll(&p, 1, 0);
@@ -180,6 +215,9 @@ int call_blocking(const IoOp& op) noexcept {
       const iovec v{op.read.buf, op.read.len};
       return sys(read_at(op.fd, &v, 1, op.read.offset, op.read.rw_flags));
     }
+    case IoCode::kReadv:
+      return sys(read_at(op.fd, op.readv.iov, static_cast<int>(op.readv.count), op.readv.offset,
+                         op.readv.rw_flags));
     case IoCode::kWrite:
       return sys(write_at(op.fd, op.write.iov, static_cast<int>(op.write.count), op.write.offset,
                           op.write.rw_flags));
@@ -198,6 +236,11 @@ int call_blocking(const IoOp& op) noexcept {
                              op.rename.flags));
     case IoCode::kFtruncate:
       return sys(::ftruncate(op.fd, static_cast<off_t>(op.length)));
+    case IoCode::kFallocate:
+      return sys(::fallocate(op.fd, op.fallocate.mode, static_cast<off_t>(op.fallocate.offset),
+                             static_cast<off_t>(op.fallocate.length)));
+    case IoCode::kSplice:
+      return splice_now(op, 0);
     default:
       return -EINVAL;
   }
@@ -208,6 +251,27 @@ int ensure_nonblocking(int fd) noexcept {
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags < 0) return errno;
   if ((flags & O_NONBLOCK) == 0 && ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0) return errno;
+  return 0;
+}
+
+// Whether a splice can be tried at once: both ends pipes or sockets. A
+// socket is made O_NONBLOCK first (SPLICE_F_NONBLOCK covers only the pipe
+// end). A regular file, or any other fd, sends it to the pool: `on_pool`.
+// 0, or the errno of fstat or fcntl.
+int route_splice(const IoOp& op, bool& on_pool) noexcept {
+  const int ends[2] = {op.fd, op.splice.fd_out};
+  bool socket[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    struct stat st{};
+    if (::fstat(ends[i], &st) != 0) return errno;
+    socket[i] = S_ISSOCK(st.st_mode);
+    if (!socket[i] && !S_ISFIFO(st.st_mode)) on_pool = true;
+  }
+  for (int i = 0; i < 2 && !on_pool; ++i) {
+    if (socket[i]) {
+      if (const int err = ensure_nonblocking(ends[i])) return err;
+    }
+  }
   return 0;
 }
 
@@ -237,6 +301,7 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   using Mode = EpollRequest::Mode;
   if (op.code == IoCode::kNop) return park(f, op, options, Mode::kNext);
   if (on_pool(op)) return park(f, op, options, Mode::kPool);
+  if (op.code == IoCode::kSplice) return perform_splice(f, op, options);
   if (op.code == IoCode::kAccept || op.code == IoCode::kConnect) {
     Watched* w = op.fd_id != 0 && op.fd >= 0 ? &slot(op.fd) : nullptr;
     if (w == nullptr || w->nonblocking_id != op.fd_id) {
@@ -261,15 +326,9 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   Watched* w = registration(op, events);
   if (w != nullptr ? (w->ready & events) != 0 : !op.expect_wait) {
     const int res = attempt(op, w, events);
-    if (res >= 0) {
-      if (++immediate_ == kImmediateBudget) {
-        immediate_ = 0;
-        if (auto y = this_fiber::yield(); !y) return failure(y.error());
-      }
-      return res;
-    }
+    if (res >= 0) return done_at_once(res);
     // RWF_NOWAIT refused (a file system without it): the call on the pool.
-    if (res == -EOPNOTSUPP && (op.code == IoCode::kRead || op.code == IoCode::kWrite)) {
+    if (res == -EOPNOTSUPP && file_transfer(op.code)) {
       return park(f, op, options, Mode::kPool);
     }
     if (res != -EAGAIN) return errno_failure(-res);
@@ -281,8 +340,7 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   if (!r) {
     // epoll refuses regular files (EPERM): a read the page cache could not
     // serve at once runs on the pool.
-    if (r.error() == std::errc::operation_not_permitted &&
-        (op.code == IoCode::kRead || op.code == IoCode::kWrite)) {
+    if (r.error() == std::errc::operation_not_permitted && file_transfer(op.code)) {
       return here.park(f, op, options, Mode::kPool);
     }
     return r;
@@ -293,6 +351,37 @@ Result<int> EpollDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   const int res = here.attempt(op, here.registration(op, events), events);
   if (res >= 0) return res;
   return errno_failure(res == -EAGAIN ? EINTR : -res);
+}
+
+Result<int> EpollDriver::done_at_once(int res) noexcept {
+  if (++immediate_ == kImmediateBudget) {
+    immediate_ = 0;
+    if (auto y = this_fiber::yield(); !y) return failure(y.error());
+  }
+  return res;
+}
+
+Result<int> EpollDriver::perform_splice(Fiber* f, const IoOp& op,
+                                        const IoOptions& options) noexcept {
+  bool pool = false;
+  if (const int err = route_splice(op, pool)) return errno_failure(err);
+  if (pool) return park(f, op, options, EpollRequest::Mode::kPool);
+  const int res = try_now(op);
+  if (res >= 0) return done_at_once(res);
+  if (res != -EAGAIN) return errno_failure(-res);
+  immediate_ = 0;
+  // Not ready: wait for the end that holds it up (the input empty, or the
+  // output full), then run_io tries again.
+  pollfd ends[2] = {{op.fd, POLLIN, 0}, {op.splice.fd_out, POLLOUT, 0}};
+  if (::poll(ends, 2, 0) < 0) return errno_failure(errno);
+  // Both ready by now: again after a yield.
+  if (ends[0].revents != 0 && ends[1].revents != 0) return errno_failure(EAGAIN);
+  const bool input = ends[0].revents == 0;
+  IoOp wait(IoCode::kPoll, input ? op.fd : op.splice.fd_out);
+  wait.events = input ? EPOLLIN | EPOLLRDHUP : EPOLLOUT;
+  auto r = park(f, wait, options, EpollRequest::Mode::kWatch, wait.events);
+  if (!r) return r;
+  return errno_failure(EINTR);  // ready: run_io tries again at once
 }
 
 int EpollDriver::attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept {

@@ -85,6 +85,12 @@ class EpollDriver final : public IoDriver {
   // the wait or call.
   Result<int> park(Fiber* f, const IoOp& op, const IoOptions& options, EpollRequest::Mode mode,
                    std::uint32_t events = 0);
+  // A result that came without a wait; every kImmediateBudget-th in a row
+  // yields first.
+  Result<int> done_at_once(int res) noexcept;
+  // A splice: at once between pipes and sockets, waiting for the end not
+  // ready; on the pool when another kind of fd is involved.
+  Result<int> perform_splice(Fiber* f, const IoOp& op, const IoOptions& options) noexcept;
   // The entry of `fd`, made if new.
   Watched& slot(int fd);
   // The entry of `op`'s fd if it is registered here for `op.fd_id` and

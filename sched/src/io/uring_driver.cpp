@@ -35,6 +35,8 @@ namespace spindle::detail {
 namespace {
 
 constexpr std::uint8_t kOpFtruncate = 55;  // IORING_OP_FTRUNCATE (Linux 6.9); liburing 2.3 lacks it
+constexpr int kErestartSys = 512;          // the kernel's ERESTARTSYS, never meant for user space
+constexpr int kErestartLast = 516;         // ERESTART_RESTARTBLOCK
 
 void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
   switch (op.code) {
@@ -103,6 +105,23 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
     case IoCode::kPoll:
       io_uring_prep_poll_add(sqe, op.fd, op.events);
       return;
+    case IoCode::kReadv:
+      io_uring_prep_readv(sqe, op.fd, op.readv.iov, op.readv.count, op.readv.offset);
+      sqe->rw_flags = op.readv.rw_flags;
+      return;
+    case IoCode::kFallocate:
+      io_uring_prep_fallocate(sqe, op.fd, op.fallocate.mode,
+                              static_cast<off_t>(op.fallocate.offset),
+                              static_cast<off_t>(op.fallocate.length));
+      return;
+    case IoCode::kSplice:
+      // kStreamOffset is the ring's -1: no offset. The kernel always runs a
+      // splice on an io-wq thread, whose signals are blocked: a SIGPIPE from
+      // a reader gone is never delivered.
+      io_uring_prep_splice(sqe, op.fd, static_cast<std::int64_t>(op.splice.offset_in),
+                           op.splice.fd_out, static_cast<std::int64_t>(op.splice.offset_out),
+                           op.splice.len, op.splice.flags);
+      return;
     case IoCode::kSqe:
       op.sqe.prepare(op.sqe.ctx, sqe);
       return;
@@ -136,6 +155,10 @@ struct UringRequest final : IoRequest, uring::Operation {
   }
   // On the owning worker, when the CQE (and any cancel's CQE) arrived.
   static void on_cqe(uring::Operation* self, int res, std::uint32_t) noexcept {
+    // An operation that a cancel interrupted on an io-wq thread (a splice
+    // waiting for its pipe) may report the kernel's own restart codes
+    // (ERESTARTSYS to ERESTART_RESTARTBLOCK): to us that is EINTR.
+    if (res <= -kErestartSys && res >= -kErestartLast) res = -EINTR;
     complete_io(*static_cast<UringRequest*>(self), res);
   }
 };

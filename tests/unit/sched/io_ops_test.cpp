@@ -1,6 +1,7 @@
 // spindle::io: every typed operation does what its system call does, and
 // reports the kernel's errors, on the runtime's backend.
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/stat.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -309,6 +310,127 @@ TEST_CASE("io: file operations open, write, sync, stat, truncate, rename and unl
   });
 }
 
+TEST_CASE("io: readv fills several buffers and fallocate reserves space", "[io]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers([&] {
+    const std::string path = dir.fresh().string();
+    auto opened = io::openat(AT_FDCWD, path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+    REQUIRE(opened);
+    UniqueFd f(*opened);
+    const iovec data{const_cast<char*>("readv in two parts"), 18};
+    REQUIRE(io::write(f.get(), std::span(&data, 1), 0, 0, {.cancellable = false}).value() == 18);
+    std::array<char, 5> head{};
+    std::array<char, 32> rest{};
+    const iovec into[2] = {{head.data(), head.size()}, {rest.data(), rest.size()}};
+    CHECK(io::readv(f.get(), into, 0).value() == 18);
+    CHECK(std::string(head.data(), 5) == "readv");
+    CHECK(std::string(rest.data(), 13) == " in two parts");
+    CHECK(io::readv(f.get(), into, 18).value() == 0);  // end of file
+
+    auto grown = io::fallocate(f.get(), 0, 0, 1 << 20);
+    if (!grown && grown.error() == std::errc::operation_not_supported) return;  // e.g. some FUSE
+    REQUIRE(grown);
+    struct statx st{};
+    REQUIRE(io::statx(f.get(), "", AT_EMPTY_PATH, STATX_SIZE, &st));
+    CHECK(st.stx_size == 1 << 20);
+    REQUIRE(io::fallocate(f.get(), FALLOC_FL_KEEP_SIZE, 1 << 20, 1 << 20));
+    REQUIRE(io::statx(f.get(), "", AT_EMPTY_PATH, STATX_SIZE, &st));
+    CHECK(st.stx_size == 1 << 20);
+    REQUIRE(::unlink(path.c_str()) == 0);
+  });
+}
+
+TEST_CASE("io: splice moves a file through a pipe into a socket and back", "[io]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers([&] {
+    const std::string path = dir.fresh().string();
+    std::string content(200'000, '\0');
+    for (std::size_t i = 0; i < content.size(); ++i)
+      content[i] = static_cast<char>(i * 7 + i / 251);
+    auto opened = io::openat(AT_FDCWD, path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0644);
+    REQUIRE(opened);
+    UniqueFd f(*opened);
+    const iovec data{content.data(), content.size()};
+    REQUIRE(io::write(f.get(), std::span(&data, 1), 0, 0, {.cancellable = false}).value() ==
+            content.size());
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd pr(p[0]), pw(p[1]);
+    auto [a, b] = unix_pair();
+    // The reader drains the socket while the splices fill it.
+    auto reader = spindle::spawn([&, fd = b.get()] {
+      std::string got;
+      std::array<std::byte, 8192> buf{};
+      while (got.size() < content.size()) {
+        auto n = io::recv(fd, buf, 0);
+        if (!n || *n == 0) break;
+        got += text(std::span(buf).first(*n));
+      }
+      return got;
+    });
+    std::uint64_t offset = 0;
+    while (offset < content.size()) {
+      const std::size_t in =
+          io::splice(f.get(), offset, pw.get(), io::kStreamOffset, content.size() - offset, 0)
+              .value();
+      REQUIRE(in > 0);
+      offset += in;
+      for (std::size_t left = in; left > 0;) {
+        const std::size_t out =
+            io::splice(pr.get(), io::kStreamOffset, a.get(), io::kStreamOffset, left, 0).value();
+        REQUIRE(out > 0);
+        left -= out;
+      }
+    }
+    CHECK(io::splice(f.get(), offset, pw.get(), io::kStreamOffset, 10, 0).value() == 0);  // EOF
+    CHECK(reader.join().value() == content);
+
+    // Back: socket -> pipe -> file, at an offset, never cancelled.
+    CHECK(io::send(b.get(), bytes("spliced"), MSG_NOSIGNAL).value() == 7);
+    CHECK(io::splice(a.get(), io::kStreamOffset, pw.get(), io::kStreamOffset, 64, 0).value() == 7);
+    CHECK(
+        io::splice(pr.get(), io::kStreamOffset, f.get(), 3, 7, 0, {.cancellable = false}).value() ==
+        7);
+    std::array<std::byte, 10> back{};
+    CHECK(text(std::span(back).first(io::read(f.get(), back, 0).value())) ==
+          content.substr(0, 3) + "spliced");
+    REQUIRE(::unlink(path.c_str()) == 0);
+  });
+}
+
+TEST_CASE("io: a splice waits for its pipe's data, and a reader gone is EPIPE without SIGPIPE",
+          "[io]") {
+  spindle::test::on_workers([] {
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd pr(p[0]), pw(p[1]);
+    auto [a, b] = unix_pair();
+    auto splicer = spindle::spawn(
+        [&] { return io::splice(pr.get(), io::kStreamOffset, a.get(), io::kStreamOffset, 64, 0); });
+    (void)spindle::this_fiber::sleep_for(5ms);
+    REQUIRE(::write(pw.get(), "late", 4) == 4);
+    CHECK(splicer.join().value().value() == 4);
+    std::array<std::byte, 8> buf{};
+    CHECK(text(std::span(buf).first(io::recv(b.get(), buf, 0).value())) == "late");
+
+    // The peer closed: EPIPE, and the process lives on (no SIGPIPE).
+    b.reset();
+    REQUIRE(::write(pw.get(), "gone", 4) == 4);
+    auto r = io::splice(pr.get(), io::kStreamOffset, a.get(), io::kStreamOffset, 64, 0);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == std::errc::broken_pipe);
+
+    // A splice waiting for data ends at its deadline.
+    std::array<char, 8> left{};
+    REQUIRE(::read(pr.get(), left.data(), left.size()) == 4);  // what the failed splice left
+    auto [c, d] = unix_pair();
+    auto timed = io::splice(pr.get(), io::kStreamOffset, c.get(), io::kStreamOffset, 64, 0,
+                            {.deadline = spindle::Clock::now() + 10ms});
+    REQUIRE_FALSE(timed);
+    CHECK(timed.error() == spindle::errc::timed_out);
+  });
+}
+
 TEST_CASE("io: poll waits for readiness and reports the events", "[io]") {
   spindle::test::on_workers([] {
     int fds[2];
@@ -339,6 +461,9 @@ TEST_CASE("io: every operation has its name for dumps", "[io]") {
   CHECK(std::string_view(io_code_name(IoCode::kRead)) == "read");
   CHECK(std::string_view(io_code_name(IoCode::kFtruncate)) == "ftruncate");
   CHECK(std::string_view(io_code_name(IoCode::kPoll)) == "poll");
+  CHECK(std::string_view(io_code_name(IoCode::kReadv)) == "readv");
+  CHECK(std::string_view(io_code_name(IoCode::kFallocate)) == "fallocate");
+  CHECK(std::string_view(io_code_name(IoCode::kSplice)) == "splice");
   CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
   CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
 }

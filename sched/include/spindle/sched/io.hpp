@@ -145,6 +145,35 @@ inline Result<std::size_t> write(int fd, std::span<const iovec> iov, std::uint64
   return detail::size_result(detail::run_io(op, options));
 }
 
+// preadv2(2) into `iov` with RWF_* `rw_flags`: the bytes read (0 at end of
+// file).
+inline Result<std::size_t> readv(int fd, std::span<const iovec> iov, std::uint64_t offset,
+                                 int rw_flags = 0, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kReadv, fd);
+  op.readv = {iov.data(), static_cast<unsigned>(std::min(iov.size(), kMaxIovecs)), offset,
+              rw_flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
+// splice(2) of up to `len` bytes from `fd_in` to `fd_out`, one of which is a
+// pipe, with SPLICE_F_* `flags`: the bytes moved (0: end of input). An
+// offset of kStreamOffset means the fd's position (a pipe's must be so).
+// Cancellable unless `options` say otherwise (pass cancellable = false when
+// `fd_out` is a file whose contents matter). The epoll backend splices
+// pipes and sockets at once without blocking (it makes a socket
+// O_NONBLOCK, as for accept and connect) and waits for the end that is not
+// ready; with a regular file or another kind of fd it runs the call on the
+// blocking pool. A splice into a socket or pipe whose reader is gone fails
+// with EPIPE and raises no SIGPIPE.
+inline Result<std::size_t> splice(int fd_in, std::uint64_t offset_in, int fd_out,
+                                  std::uint64_t offset_out, std::size_t len, unsigned flags,
+                                  const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kSplice, fd_in);
+  op.splice = {fd_out, flags, offset_in, offset_out,
+               static_cast<unsigned>(std::min(len, kMaxTransfer))};
+  return detail::size_result(detail::run_io(op, options));
+}
+
 // fsync(2), or fdatasync(2) with `datasync`. Never cancelled.
 inline Result<void> fsync(int fd, bool datasync) {
   detail::IoOp op(detail::IoCode::kFsync, fd);
@@ -168,9 +197,9 @@ inline Result<void> statx(int dirfd, const char* path, int flags, unsigned mask,
   return detail::void_result(detail::run_io(op, options));
 }
 
-// mkdirat(2), unlinkat(2), renameat2(2), ftruncate(2): never cancelled (a
-// mutation that may or may not have happened is worse than one that
-// finished).
+// mkdirat(2), unlinkat(2), renameat2(2), ftruncate(2), fallocate(2): never
+// cancelled (a mutation that may or may not have happened is worse than one
+// that finished).
 inline Result<void> mkdirat(int dirfd, const char* path, mode_t mode) {
   detail::IoOp op(detail::IoCode::kMkdirat, dirfd);
   op.path = {path, 0, mode, nullptr};
@@ -193,6 +222,12 @@ inline Result<void> renameat(int old_dirfd, const char* old_path, int new_dirfd,
 inline Result<void> ftruncate(int fd, std::uint64_t length) {
   detail::IoOp op(detail::IoCode::kFtruncate, fd);
   op.length = length;
+  return detail::void_result(detail::run_io(op, detail::kNeverCancel));
+}
+
+inline Result<void> fallocate(int fd, int mode, std::uint64_t offset, std::uint64_t length) {
+  detail::IoOp op(detail::IoCode::kFallocate, fd);
+  op.fallocate = {mode, offset, length};
   return detail::void_result(detail::run_io(op, detail::kNeverCancel));
 }
 

@@ -43,6 +43,9 @@ enum class IoCode : std::uint8_t {
   kRenameat,
   kFtruncate,
   kPoll,
+  kReadv,
+  kFallocate,
+  kSplice,
   kSqe,  // io_op: any SQE, prepared by the caller (io_uring only)
 };
 
@@ -75,7 +78,7 @@ struct IoOp {
     std::uint64_t offset;  // io::kStreamOffset: the fd's position
     int rw_flags;
   };
-  struct Write {
+  struct Write {  // write, and readv (the iovecs it fills)
     const iovec* iov;
     unsigned count;
     std::uint64_t offset;
@@ -92,6 +95,18 @@ struct IoOp {
     int new_dirfd;
     const char* new_path;
     unsigned flags;
+  };
+  struct Fallocate {
+    int mode;
+    std::uint64_t offset;
+    std::uint64_t length;
+  };
+  struct Splice {  // from `fd`
+    int fd_out;
+    unsigned flags;
+    std::uint64_t offset_in;   // io::kStreamOffset: the position, or a pipe
+    std::uint64_t offset_out;  // likewise
+    unsigned len;
   };
   struct Sqe {
     IoPrepareFn prepare;
@@ -118,6 +133,9 @@ struct IoOp {
     Write write;
     Path path;
     Rename rename;
+    Write readv;
+    Fallocate fallocate;
+    Splice splice;
     Sqe sqe;
     bool datasync;         // fsync
     std::uint64_t length;  // ftruncate
