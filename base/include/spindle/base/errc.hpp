@@ -23,6 +23,7 @@ enum class errc : int {
   io_limit,             // the worker has Config::max_io_in_flight operations in flight
   unsupported,          // the runtime's I/O backend cannot perform this operation
   lagged,               // a broadcast receiver fell behind: values it had not read were dropped
+  unexpected_eof,       // end of file or stream before the bytes asked for
 };
 
 namespace detail {
@@ -60,6 +61,8 @@ class ErrcCategory final : public std::error_category {
         return "not supported by the runtime's I/O backend";
       case errc::lagged:
         return "lagged: values were dropped before this receiver read them";
+      case errc::unexpected_eof:
+        return "end of file before the bytes asked for";
     }
     return "unknown spindle error";
   }

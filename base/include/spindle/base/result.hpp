@@ -11,6 +11,22 @@
 
 namespace spindle {
 
+namespace detail {
+
+// The value of the std::expected `self` (nothing for void), or what
+// `raise(self.error())` throws: the value() of a Result type.
+template <class Self, class Raise>
+decltype(auto) value_or_raise(Self&& self, Raise raise) {
+  if (!self.has_value()) raise(self.error());
+  if constexpr (std::is_void_v<typename std::remove_cvref_t<Self>::value_type>) {
+    return;
+  } else {
+    return *std::forward<Self>(self);
+  }
+}
+
+}  // namespace detail
+
 // A std::expected<T, std::error_code> whose value() throws std::system_error
 // carrying the error code, so callers who prefer exceptions get them per call.
 template <class T>
@@ -21,20 +37,12 @@ class [[nodiscard]] Result : public std::expected<T, std::error_code> {
   using Base::Base;
   Result(Base b) : Base(std::move(b)) {}
 
-  decltype(auto) value() & { return checked(*this); }
-  decltype(auto) value() const& { return checked(*this); }
-  decltype(auto) value() && { return checked(std::move(*this)); }
+  decltype(auto) value() & { return detail::value_or_raise(*this, raise); }
+  decltype(auto) value() const& { return detail::value_or_raise(*this, raise); }
+  decltype(auto) value() && { return detail::value_or_raise(std::move(*this), raise); }
 
  private:
-  template <class Self>
-  static decltype(auto) checked(Self&& self) {
-    if (!self.has_value()) throw std::system_error(self.error());
-    if constexpr (std::is_void_v<T>) {
-      return;
-    } else {
-      return *std::forward<Self>(self);
-    }
-  }
+  [[noreturn]] static void raise(const std::error_code& e) { throw std::system_error(e); }
 };
 
 inline std::unexpected<std::error_code> failure(std::error_code ec) noexcept {
