@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "raw_file.hpp"
 #include "runtime_harness.hpp"
 #include "temp_dir.hpp"
 
@@ -34,21 +35,6 @@ inline std::filesystem::path blob_path(const std::filesystem::path& dir, std::st
 }
 
 // Raw file access from the test thread.
-inline std::string read_file(const std::filesystem::path& p) {
-  std::string out;
-  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    REQUIRE(n >= 0);
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
 inline void write_file(const std::filesystem::path& p, std::string_view data) {
   std::filesystem::create_directories(p.parent_path());
   const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
