@@ -1,0 +1,64 @@
+// Copying between descriptors without the bytes entering user space:
+// splice(2) through a pipe (io_uring has neither sendfile nor
+// copy_file_range). copy() and copy_file() between files, send_file() from
+// a file to a socket, as a static-file server answers.
+//
+// On io_uring every splice runs on the kernel's io-wq threads; on the
+// epoll backend a splice with a file at one end runs on the blocking pool,
+// and one from the pipe into a socket is tried at once and waits for the
+// socket's room (spindle/sched/io.hpp, io::splice). Fiber-only; errors are
+// fs::Error naming the file(s).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+#include "spindle/base/time.hpp"
+#include "spindle/fs/error.hpp"
+#include "spindle/fs/file.hpp"
+#include "spindle/fs/splice_pipe.hpp"
+
+namespace spindle::fs {
+
+// A length that means "up to the end of the source".
+inline constexpr std::uint64_t kToEnd = ~std::uint64_t{0};
+
+// Copies up to `length` bytes from `from`'s position to `to`'s position;
+// both positions advance. Returns the bytes copied, fewer than `length`
+// only where `from` ends. A `to` opened with Open::kAppend gets the bytes
+// through a buffer instead (splice refuses append mode). Errors name both
+// paths. The splices into `to` are writes, never cancelled; the reads from
+// `from` end early with errc::aborted on an abort (the bytes copied so far
+// stay copied).
+// Suspends: until done, an error or an abort.
+Result<std::uint64_t> copy(File& from, File& to, std::uint64_t length = kToEnd);
+
+// Copies the file `from` to `to`, which is created with `from`'s permission
+// bits (less the umask) or truncated: the bytes copied. Nothing is synced
+// (File::fsync, or write_file_atomic for a replacement that survives a
+// crash).
+// Suspends: as copy().
+Result<std::uint64_t> copy_file(const std::filesystem::path& from, const std::filesystem::path& to);
+
+struct SendFileOptions {
+  // When it passes the call ends with errc::timed_out (what was sent stays
+  // sent). Unset: Config::read_write_timeout after the call starts, as for
+  // TcpStream::write_all; kNoDeadline: none.
+  std::optional<Deadline> deadline = std::nullopt;
+  // The pipe to splice through; null: one made for the call.
+  SplicePipe* pipe = nullptr;
+};
+
+// Sends bytes [offset, offset + length) of `file` (kToEnd: to its end) to
+// the connected stream socket `socket` (net::TcpStream::native_handle()):
+// the bytes sent, fewer than `length` only where the file ends. The file's
+// position stays. A peer gone is EPIPE or ECONNRESET (and never a
+// SIGPIPE); errors name the file. Write any header before it with the
+// stream's own calls, which have returned by then.
+// Suspends: until every byte is in the socket's send buffer, an error, the
+// deadline or an abort.
+Result<std::uint64_t> send_file(const File& file, std::uint64_t offset, std::uint64_t length,
+                                int socket, const SendFileOptions& options = {});
+
+}  // namespace spindle::fs

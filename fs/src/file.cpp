@@ -1,0 +1,80 @@
+// File: opening, closing, and the calls on the file as a whole (syncs,
+// space, size, stat, position). The transfers are in file_io.cpp.
+#include "spindle/fs/file.hpp"
+
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include "io_options.hpp"
+#include "stat_convert.hpp"
+
+namespace spindle::fs {
+
+File::File(UniqueFd fd, std::filesystem::path name) noexcept
+    : fd_(std::move(fd)), path_(std::move(name)) {}
+
+Result<File> File::open(const std::filesystem::path& path, Open open, mode_t mode) {
+  return File::open(path, open_flags(open), mode);
+}
+
+Result<File> File::open(const std::filesystem::path& path, int flags, mode_t mode) {
+  auto fd = io::openat(AT_FDCWD, path.c_str(), flags, mode);
+  if (!fd) return detail::fail(fd.error(), "open", path);
+  return File(UniqueFd(*fd), path);
+}
+
+Result<File> File::create(const std::filesystem::path& path, mode_t mode) {
+  return File::open(path, Open::kWrite | Open::kCreate | Open::kTruncate, mode);
+}
+
+Result<void> File::fsync() {
+  if (auto r = io::fsync(fd_.get(), false); !r) return fail(r.error(), "fsync");
+  return {};
+}
+
+Result<void> File::fdatasync() {
+  if (auto r = io::fsync(fd_.get(), true); !r) return fail(r.error(), "fdatasync");
+  return {};
+}
+
+Result<void> File::fallocate(int mode, std::uint64_t offset, std::uint64_t length) {
+  if (auto r = io::fallocate(fd_.get(), mode, offset, length); !r) {
+    return fail(r.error(), "fallocate");
+  }
+  return {};
+}
+
+Result<void> File::truncate(std::uint64_t length) {
+  if (auto r = io::ftruncate(fd_.get(), length); !r) return fail(r.error(), "truncate");
+  return {};
+}
+
+Result<Stat> File::stat() const {
+  struct statx st{};
+  if (auto r = io::statx(fd_.get(), "", AT_EMPTY_PATH, detail::kStatMask, &st); !r) {
+    return fail(r.error(), "stat");
+  }
+  return detail::to_stat(st);
+}
+
+Result<std::uint64_t> File::seek(std::int64_t offset, int whence) {
+  const off_t at = ::lseek(fd_.get(), static_cast<off_t>(offset), whence);
+  if (at < 0) return fail(std::error_code(errno, std::system_category()), "seek");
+  return static_cast<std::uint64_t>(at);
+}
+
+Result<void> File::close() {
+  const int fd = fd_.release();
+  if (fd < 0) return fail(std::make_error_code(std::errc::bad_file_descriptor), "close");
+  // Linux frees the descriptor even when close fails: never retried.
+  if (::close(fd) != 0 && errno != EINTR) {
+    return fail(std::error_code(errno, std::system_category()), "close");
+  }
+  return {};
+}
+
+}  // namespace spindle::fs
