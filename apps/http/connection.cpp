@@ -9,6 +9,7 @@
 
 #include "request_parser.hpp"
 #include "response.hpp"
+#include "spindle/fs/copy.hpp"
 #include "spindle/sched/runtime.hpp"
 
 namespace spindle::apps::http {
@@ -35,6 +36,7 @@ Status status_for(Route r) {
       return Status::kOk;
     case Route::kMethodNotAllowed:
       return Status::kMethodNotAllowed;
+    case Route::kFile:  // answered by respond_file()
     case Route::kNotFound:
       break;
   }
@@ -67,6 +69,26 @@ net::Timeout read_timeout(const ServerOptions& options, const std::optional<Dead
   return net::Timeout::at(deadline);
 }
 
+// Answers a request for the file at `path` under `root`: an error response
+// into `out`; for a file, its headers, then (unless HEAD) `out` sent and the
+// body spliced from the file straight into the socket. False when the
+// connection cannot go on: a send failed, or the file ended before the
+// length its headers announced.
+bool respond_file(net::TcpStream& stream, std::string& out, const StaticRoot& root,
+                  const std::string& path, const ResponseShape& shape) {
+  StaticFile found = root.find(path);
+  if (found.status != Status::kOk) {
+    append_response(out, found.status, shape);
+    return true;
+  }
+  append_ok_head(out, found.content_type, found.size, shape);
+  if (shape.head || found.size == 0) return true;
+  if (!stream.write_all(out)) return false;
+  out.clear();
+  auto sent = fs::send_file(found.file, 0, found.size, stream.native_handle());
+  return sent && *sent == found.size;
+}
+
 }  // namespace
 
 void serve(net::TcpStream& stream, const ServerOptions& options) {
@@ -79,6 +101,7 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
     parser.header_limit(options.header_limit);
     parser.body_limit(options.body_limit);
     parser.eager(true);
+    if (options.root) parser.serve_files();
     bool continue_sent = false;
     // Parse one request from the buffered bytes, reading more as needed.
     while (!parser.is_done()) {
@@ -122,6 +145,8 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
         .keep_alive = keep_alive, .head = parser.head(), .http10 = parser.version() < 11};
     if (parser.route() == Route::kMetrics) {
       append_ok(out, "text/plain; version=0.0.4", current_runtime().metrics_text(), shape);
+    } else if (parser.route() == Route::kFile) {
+      if (!respond_file(stream, out, *options.root, parser.path(), shape)) return;
     } else {
       append_response(out, status_for(parser.route()), shape);
     }

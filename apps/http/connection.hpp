@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "spindle/net/stream.hpp"
+#include "static_root.hpp"
 
 namespace spindle::apps::http {
 
@@ -19,6 +20,9 @@ struct ServerOptions {
   // Bodies larger than this are answered 413 (before they are read, when the
   // Content-Length says so).
   std::uint64_t body_limit = 1024 * 1024;
+  // Serves GET and HEAD of every path but /metrics from this directory
+  // (--root); null: the hello response at /. Outlives the server.
+  const StaticRoot* root = nullptr;
 };
 
 // Serves requests on `stream` until the client closes, an error, the idle or

@@ -1,15 +1,22 @@
 // spindle-http: an HTTP/1.1 server written as plain blocking code, one fiber
 // per connection. GET / answers "Hello, World!", GET /metrics the runtime's
 // metrics in the Prometheus text format; anything else 404 (405 for other
-// methods on those paths). Keep-alive and pipelining; 431/413 past the header
-// and body limits, 400 for malformed requests (then the connection closes);
+// methods on those paths). With --root DIR, GET and HEAD of any other path
+// serve the file under DIR (a path ending in '/' its index.html), the body
+// spliced from the file into the socket; 404 for what is not a regular
+// file there or has a ".." segment, 403 for a symlink out of DIR. Keep-alive and pipelining;
+// 431/413 past the header and body limits, 400 for malformed requests (then the connection closes);
 // idle connections close after --idle-timeout, and a request not whole
 // --request-timeout after its first byte (slowloris) closes its connection. SIGINT or SIGTERM stops
 // accepting, lets the responses in flight finish, and exits 0.
 
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <optional>
 #include <spindle/spindle.hpp>
+#include <string>
 
 #include "connection.hpp"
 #include "serve.hpp"
@@ -39,7 +46,19 @@ int main(int argc, char** argv) {
                  "seconds from a request's first byte to its last (0: no limit)")
       ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
+  std::string root;
+  app.add_option("--root", root, "serve the files under this directory");
   CLI11_PARSE(app, argc, argv);
+  std::optional<http::StaticRoot> files;
+  if (!root.empty()) {
+    try {
+      files = http::StaticRoot::open(root);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{}: {}\n", kProgram, e.what());
+      return 1;
+    }
+    options.root = &*files;
+  }
   options.idle_timeout = flags.idle_timeout();
   options.request_timeout = spindle::apps::seconds(request_s);
   return spindle::apps::run_server(

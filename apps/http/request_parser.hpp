@@ -8,20 +8,29 @@
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/verb.hpp>
 #include <cstdint>
+#include <string>
 
 namespace spindle::apps::http {
 
 namespace beast_http = boost::beast::http;
 
 // What a request asks for, decided as soon as its request line is parsed.
-// GET / is the hello response, GET /metrics the runtime's Prometheus text.
-enum class Route : unsigned char { kHello, kMetrics, kNotFound, kMethodNotAllowed };
+// GET /metrics is the runtime's Prometheus text; with files served
+// (serve_files()), GET of any other path is a file (kFile), else GET / is
+// the hello response.
+enum class Route : unsigned char { kHello, kMetrics, kFile, kNotFound, kMethodNotAllowed };
 
 // One request: construct a new parser for each (Beast parsers do not reset).
 // The body is counted and dropped. Not thread-safe.
 class RequestParser final : public beast_http::basic_parser<true> {
  public:
+  // Before the first put(): GET and HEAD of paths other than /metrics ask
+  // for files (Route::kFile, with path()).
+  void serve_files() noexcept { files_ = true; }
+
   Route route() const noexcept { return route_; }
+  // Route::kFile: the request-target's path, still percent-encoded.
+  const std::string& path() const noexcept { return path_; }
   bool head() const noexcept { return head_; }
   int version() const noexcept { return version_; }
   // The client sent "Expect: 100-continue" and waits for our go-ahead.
@@ -38,9 +47,13 @@ class RequestParser final : public beast_http::basic_parser<true> {
     // The path is what precedes '?' or '#'.
     const auto end = target.find_first_of("?#");
     const string_view path = end == string_view::npos ? target : target.substr(0, end);
-    if (path != "/" && path != "/metrics") {
+    const bool get = method == beast_http::verb::get || head_;
+    if (files_ && path != "/metrics") {
+      route_ = get ? Route::kFile : Route::kMethodNotAllowed;
+      if (get) path_.assign(path.data(), path.size());
+    } else if (path != "/" && path != "/metrics") {
       route_ = Route::kNotFound;
-    } else if (method == beast_http::verb::get || head_) {
+    } else if (get) {
       route_ = path == "/" ? Route::kHello : Route::kMetrics;
     } else {
       route_ = Route::kMethodNotAllowed;
@@ -60,7 +73,9 @@ class RequestParser final : public beast_http::basic_parser<true> {
   }
   void on_finish_impl(error_code&) override {}
 
+  std::string path_;
   Route route_ = Route::kNotFound;
+  bool files_ = false;
   int version_ = 11;
   bool head_ = false;
   bool expect_continue_ = false;

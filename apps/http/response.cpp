@@ -18,6 +18,8 @@ Phrase phrase(Status s) {
       return {"HTTP/1.1 200 OK\r\n", "Hello, World!"};
     case Status::kBadRequest:
       return {"HTTP/1.1 400 Bad Request\r\n", "Bad Request\n"};
+    case Status::kForbidden:
+      return {"HTTP/1.1 403 Forbidden\r\n", "Forbidden\n"};
     case Status::kNotFound:
       return {"HTTP/1.1 404 Not Found\r\n", "Not Found\n"};
     case Status::kMethodNotAllowed:
@@ -52,18 +54,18 @@ std::string_view date_header() {
   return {cache.text, cache.size};
 }
 
-// The whole response: status line, headers, and `body` unless HEAD.
-void append(std::string& out, std::string_view status_line, std::string_view content_type,
-            std::string_view body, const ResponseShape& shape) {
+// The status line and headers of a response with a body of `length` bytes.
+void append_head(std::string& out, std::string_view status_line, std::string_view content_type,
+                 std::uint64_t length, const ResponseShape& shape) {
   out += status_line;
   out += "Server: spindle\r\n";
   out += date_header();
   out += "Content-Type: ";
   out += content_type;
   out += "\r\nContent-Length: ";
-  char length[24];
-  const auto end = std::to_chars(length, length + sizeof length, body.size()).ptr;
-  out.append(length, end);
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, length).ptr;
+  out.append(digits, end);
   out += "\r\n";
   if (!shape.keep_alive) {
     out += "Connection: close\r\n";
@@ -71,6 +73,12 @@ void append(std::string& out, std::string_view status_line, std::string_view con
     out += "Connection: keep-alive\r\n";
   }
   out += "\r\n";
+}
+
+// The whole response: status line, headers, and `body` unless HEAD.
+void append(std::string& out, std::string_view status_line, std::string_view content_type,
+            std::string_view body, const ResponseShape& shape) {
+  append_head(out, status_line, content_type, body.size(), shape);
   if (!shape.head) out += body;
 }
 
@@ -84,6 +92,11 @@ void append_response(std::string& out, Status status, const ResponseShape& shape
 void append_ok(std::string& out, std::string_view content_type, std::string_view body,
                const ResponseShape& shape) {
   append(out, phrase(Status::kOk).status_line, content_type, body, shape);
+}
+
+void append_ok_head(std::string& out, std::string_view content_type, std::uint64_t length,
+                    const ResponseShape& shape) {
+  append_head(out, phrase(Status::kOk).status_line, content_type, length, shape);
 }
 
 void append_continue(std::string& out) { out += "HTTP/1.1 100 Continue\r\n\r\n"; }

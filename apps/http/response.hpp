@@ -2,6 +2,7 @@
 // output buffer.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,7 @@ namespace spindle::apps::http {
 enum class Status : int {
   kOk = 200,
   kBadRequest = 400,
+  kForbidden = 403,
   kNotFound = 404,
   kMethodNotAllowed = 405,
   kPayloadTooLarge = 413,
@@ -30,6 +32,11 @@ void append_response(std::string& out, Status status, const ResponseShape& shape
 // Appends a 200 response with `body` of type `content_type`.
 void append_ok(std::string& out, std::string_view content_type, std::string_view body,
                const ResponseShape& shape);
+
+// Appends the status line and headers of a 200 response whose body, of
+// `length` bytes of type `content_type`, the caller sends next (unless HEAD).
+void append_ok_head(std::string& out, std::string_view content_type, std::uint64_t length,
+                    const ResponseShape& shape);
 
 // Appends "HTTP/1.1 100 Continue" (for a client that sent Expect: 100-continue).
 void append_continue(std::string& out);

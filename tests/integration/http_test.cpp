@@ -4,15 +4,19 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "exposition.hpp"
 #include "many_connections.hpp"
 #include "process.hpp"
 #include "skip.hpp"
+#include "temp_dir.hpp"
 
 using spindle::test::Client;
 using spindle::test::count_of;
@@ -45,7 +49,102 @@ struct TempFile {
   ~TempFile() { ::unlink(path.c_str()); }
 };
 
+// The status code of a POST to `path`.
+std::string post_status(const Server& server, const std::string& path) {
+  auto r = run_program({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
+                        "-d", "x=1", server.url(path)},
+                       Ms(20'000));
+  return r.out;
+}
+
+// A 3-second wrk run of `connections` against `path`: every request answered 2xx.
+void check_wrk(const Server& server, const std::string& path, const std::string& connections) {
+  auto r = run_program({"wrk", "-t1", connections, "-d3s", server.url(path)}, Ms(60'000));
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("requests in"));
+  CHECK(r.out.find("Socket errors") == std::string::npos);
+  CHECK(r.out.find("Non-2xx") == std::string::npos);
+}
+
+// A --root tree: a 64 KiB file of every byte value, an index.html, a
+// symlink inside the tree and one out of it, and a file beside the tree.
+struct StaticTree {
+  spindle::test::TempDir dir;
+  std::filesystem::path root = dir.path() / "root";
+  std::string big;
+  StaticTree() {
+    std::filesystem::create_directories(root / "sub");
+    for (int i = 0; i < 64 * 1024; ++i) big += static_cast<char>((i * 7 + i / 256) & 0xff);
+    std::ofstream(root / "big.bin", std::ios::binary) << big;
+    std::ofstream(root / "index.html") << "<p>index</p>\n";
+    std::ofstream(root / "sub" / "a b.txt") << "spaced\n";
+    std::ofstream(dir.path() / "secret.txt") << "secret\n";
+    std::filesystem::create_symlink("big.bin", root / "inner.bin");
+    std::filesystem::create_symlink("../secret.txt", root / "escape.txt");
+  }
+  std::string file(const std::string& name) const { return (root / name).string(); }
+};
+
+// curl's status code and body for `path` (sent as is: no dot-segment removal).
+std::pair<std::string, std::string> fetch(const Server& server, const std::string& path) {
+  const spindle::test::TempDir out;
+  const std::string body = (out.path() / "body").string();
+  auto r = run_program({"curl", "-s", "--path-as-is", "--max-time", "10", "-o", body, "-w",
+                        "%{http_code}", server.url(path)},
+                       Ms(20'000));
+  REQUIRE(r.code == 0);
+  std::ifstream in(body, std::ios::binary);
+  return {r.out, std::string(std::istreambuf_iterator<char>(in), {})};
+}
+
 }  // namespace
+
+TEST_CASE("curl: --root serves files byte-identical, and no path leaves the root",
+          "[integration][http]") {
+  need("curl");
+  StaticTree tree;
+  Server server(kHttp, {"--root", tree.root.string()});
+  CHECK(fetch(server, "/big.bin") == std::pair<std::string, std::string>{"200", tree.big});
+  CHECK(fetch(server, "/inner.bin").second == tree.big);  // a symlink inside the root
+  CHECK(fetch(server, "/").second == "<p>index</p>\n");
+  CHECK(fetch(server, "/sub/a%20b.txt").second == "spaced\n");
+  CHECK(fetch(server, "/missing").first == "404");
+  CHECK(fetch(server, "/sub/").first == "404");  // a directory without index.html
+  CHECK(fetch(server, "/../secret.txt").first == "404");
+  CHECK(fetch(server, "/sub/../../secret.txt").first == "404");
+  CHECK(fetch(server, "/%2e%2e/secret.txt").first == "404");
+  const auto escape = fetch(server, "/escape.txt");
+  CHECK(escape.first == "403");
+  CHECK(escape.second.find("secret") == std::string::npos);
+  CHECK(fetch(server, "/metrics").first == "200");  // still the runtime's metrics
+
+  // HEAD: the GET's headers, no body; then a GET on the same connection.
+  auto head = run_program(
+      {"curl", "-sv", "--http1.1", "--max-time", "10", "-I", server.url("/big.bin")}, Ms(20'000));
+  REQUIRE(head.code == 0);
+  CHECK_THAT(head.out, Catch::Contains("Content-Length: 65536"));
+  CHECK_THAT(head.out, Catch::Contains("Content-Type: application/octet-stream"));
+  CHECK(post_status(server, "/big.bin") == "405");
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("spindle-http refuses a --root that is not a directory", "[integration][http]") {
+  StaticTree tree;
+  auto r =
+      run_program({kHttp, "--listen", "127.0.0.1:0", "--root", tree.file("big.bin")}, Ms(10'000));
+  REQUIRE(r.code.has_value());
+  CHECK(*r.code != 0);
+  CHECK_THAT(r.err, Catch::Contains("--root") && Catch::Contains("not a directory"));
+}
+
+TEST_CASE("wrk over a 64 KiB static file completes with no errors", "[integration][http]") {
+  need("wrk");
+  StaticTree tree;
+  Server server(kHttp, {"--root", tree.root.string()});
+  check_wrk(server, "/big.bin", "-c32");
+  CHECK(server.stop() == 0);
+}
 
 TEST_CASE("curl: GET / and keep-alive", "[integration][http]") {
   need("curl");
@@ -63,10 +162,7 @@ TEST_CASE("curl: GET / and keep-alive", "[integration][http]") {
   auto head = run_program({"curl", "-s", "-I", "--max-time", "10", server.url("/")}, Ms(20'000));
   REQUIRE(head.code == 0);
   CHECK_THAT(head.out, Catch::Contains("HTTP/1.1 200 OK"));
-  auto post = run_program({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time",
-                           "10", "-d", "x=1", server.url("/")},
-                          Ms(20'000));
-  CHECK(post.out == "405");
+  CHECK(post_status(server, "/") == "405");
   CHECK(server.stop() == 0);
 }
 
@@ -237,12 +333,7 @@ TEST_CASE("spindle-http exits non-zero with a clear message when the port is tak
 TEST_CASE("wrk -t1 -c64 -d3s completes with no socket errors", "[integration][http]") {
   need("wrk");
   Server server(kHttp);
-  auto r = run_program({"wrk", "-t1", "-c64", "-d3s", server.url("/")}, Ms(60'000));
-  INFO(r.out << r.err);
-  REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("requests in"));
-  CHECK(r.out.find("Socket errors") == std::string::npos);
-  CHECK(r.out.find("Non-2xx") == std::string::npos);
+  check_wrk(server, "/", "-c64");
   CHECK(server.stop() == 0);
 }
 

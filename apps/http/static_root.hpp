@@ -1,0 +1,50 @@
+// StaticRoot: the directory spindle-http serves files from (--root), and
+// the lookup of a request path in it. A request never reaches a file
+// outside the root: a path with a ".." segment is not found, and a file
+// whose real path (symlinks resolved, read back from the open descriptor)
+// lies outside the root is forbidden. Symlinks that stay inside the root
+// are followed.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "response.hpp"
+#include "spindle/fs/file.hpp"
+
+namespace spindle::apps::http {
+
+// A found file, open for reading, or why there is none.
+struct StaticFile {
+  Status status = Status::kNotFound;  // kOk: `file` is open
+  fs::File file;
+  std::uint64_t size = 0;
+  std::string_view content_type;
+};
+
+// Immutable after open(): any number of fibers may call find() at once.
+class StaticRoot {
+ public:
+  // The root `dir`, resolved once. Throws std::runtime_error naming --root
+  // if it is missing or not a directory.
+  static StaticRoot open(const std::filesystem::path& dir);
+
+  // The file a request for `target` (the request-target's path, still
+  // percent-encoded) names; a path ending in '/' names its index.html.
+  // Fiber-only.
+  // Suspends: while the file is opened and its metadata read.
+  StaticFile find(std::string_view target) const;
+
+ private:
+  explicit StaticRoot(std::string real) noexcept : real_(std::move(real)) {}
+
+  std::string real_;  // the root's real path, without a trailing '/'
+};
+
+// "text/html; charset=utf-8", ... by the extension of `path`;
+// "application/octet-stream" for one not known.
+std::string_view content_type_of(std::string_view path) noexcept;
+
+}  // namespace spindle::apps::http
