@@ -48,6 +48,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -175,16 +176,21 @@ int splice_now(const IoOp& op, unsigned flags) noexcept {
 }
 
 // One try that does not block: the result, or -errno (-EAGAIN: not ready).
+// The socket calls go through syscall(2), not their libc wrappers, which are
+// pthread cancellation points and pay for that on every call: spindle's
+// workers are never cancelled.
 int try_now(const IoOp& op) noexcept {
   switch (op.code) {
     case IoCode::kAccept:
       return sys(::accept4(op.fd, op.accept.addr, op.accept.len, op.accept.flags));
     case IoCode::kRecv:
-      return sys(::recv(op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags | MSG_DONTWAIT));
+      return sys(::syscall(SYS_recvfrom, op.fd, op.transfer.buf, op.transfer.len,
+                           op.transfer.flags | MSG_DONTWAIT, nullptr, nullptr));
     case IoCode::kSend:
-      return sys(::send(op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags | MSG_DONTWAIT));
+      return sys(::syscall(SYS_sendto, op.fd, op.transfer.buf, op.transfer.len,
+                           op.transfer.flags | MSG_DONTWAIT, nullptr, 0));
     case IoCode::kSendmsg:
-      return sys(::sendmsg(op.fd, op.sendmsg.msg, op.sendmsg.flags | MSG_DONTWAIT));
+      return sys(::syscall(SYS_sendmsg, op.fd, op.sendmsg.msg, op.sendmsg.flags | MSG_DONTWAIT));
     case IoCode::kRead: {
       const iovec v{op.read.buf, op.read.len};
       return transfer_now(read_at, POLLIN, op.fd, &v, 1, op.read.offset, op.read.rw_flags);
