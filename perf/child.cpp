@@ -15,6 +15,8 @@
 #include <cstring>
 #include <exception>
 
+#include "programs.hpp"
+
 namespace spindle::perf {
 namespace {
 
@@ -58,15 +60,6 @@ bool write_all(int fd, std::string_view s) {
   // No exit handlers or static destructors: they belong to the parent's image,
   // and Boost.Fiber's thread-local schedulers may still hold finished fibers.
   ::_exit(code);
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    return fmt::format("killed by signal {} ({})", sig, ::strsignal(sig));
-  }
-  return fmt::format("ended with wait status {:#x}", status);
 }
 
 double parse_double(std::string_view v) {

@@ -24,28 +24,16 @@
 
 #include "echo_client.hpp"
 #include "measure.hpp"
+#include "programs.hpp"
 #include "unique_fd.hpp"
 
 namespace spindle::perf {
 namespace {
 
-constexpr int kServerCpu = 0;
-constexpr int kClientCpu = 1;
 // Descriptors beyond one per connection: listener, ring, epoll, stdio, pipes.
 constexpr std::size_t kSpareFds = 64;
 // The server must listen within this long of its start.
 constexpr int kStartTimeoutMs = 10'000;
-
-// Pins the calling thread, and every thread it starts later, to `cpu`.
-void pin_to_cpu(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
-    throw_errno(fmt::format("echo: pinning to CPU {} (the workload needs CPUs {} and {})", cpu,
-                            kServerCpu, kClientCpu));
-  }
-}
 
 // Raises the soft RLIMIT_NOFILE to the hard one if it is below `need`. Forked
 // processes inherit it, so one call covers the client and the server.
@@ -58,12 +46,6 @@ void raise_nofile(std::size_t need) {
         need, rl.rlim_max);
   rl.rlim_cur = rl.rlim_max == RLIM_INFINITY ? need : rl.rlim_max;
   if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) throw_errno("setrlimit(RLIMIT_NOFILE)");
-}
-
-std::string describe_status(int status) {
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("killed by signal {}", WTERMSIG(status));
-  return fmt::format("ended with wait status {:#x}", status);
 }
 
 // The server's process side: never returns.
@@ -168,6 +150,16 @@ class ServerProcess {
 };
 
 }  // namespace
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+    throw_errno(fmt::format("pinning to CPU {} (the server workloads need CPUs {} and {})", cpu,
+                            kServerCpu, kClientCpu));
+  }
+}
 
 UniqueFd listen_loopback(std::uint16_t& port, int socket_flags) {
   UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | socket_flags, 0));

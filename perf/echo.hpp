@@ -5,24 +5,28 @@
 // is what separates servers once one client core is the bottleneck.
 #pragma once
 
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <system_error>
 
+#include "measure.hpp"
 #include "row.hpp"
 #include "unique_fd.hpp"
 #include "workloads.hpp"
 
 namespace spindle::perf {
 
-[[noreturn]] inline void throw_errno(const std::string& what) {
-  throw std::system_error(errno, std::system_category(), what);
-}
+// The CPUs of the server workloads: the server on one, the load generator on
+// the other.
+inline constexpr int kServerCpu = 0;
+inline constexpr int kClientCpu = 1;
+
+// Pins the calling thread, and every thread and program it starts later, to
+// `cpu`. Throws std::system_error naming the CPUs the workloads need.
+void pin_to_cpu(int cpu);
 
 // A raw loop's connection, by fd: its buffer (as large as the spindle
 // server's read buffer) and how much of what the last receive brought went

@@ -24,10 +24,6 @@ using Clock = std::chrono::steady_clock;
 // No echo on any connection for this long fails the run (a hung server).
 constexpr int kStallMs = 5'000;
 
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::system_category(), what);
-}
-
 // Invariant: exactly one message is in flight: `out` was sent at `sent` and
 // the first `got` bytes of its echo are in `in`.
 struct Conn {
@@ -78,12 +74,6 @@ UniqueFd connect_to(const sockaddr_in& addr) {
     throw_errno("echo client: fcntl");
   }
   return fd;
-}
-
-double cpu_seconds(clockid_t clock) {
-  timespec ts{};
-  if (::clock_gettime(clock, &ts) != 0) throw_errno("echo client: the server's CPU clock");
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 }  // namespace
@@ -174,9 +164,9 @@ EchoLoad run_echo_client(const EchoClientOptions& o) {
       measuring = true;
       start = now;
       end = now + o.window;
-      cpu_start = cpu_seconds(o.server_cpu);
+      cpu_start = cpu_clock_seconds(o.server_cpu);
     } else if (measuring && now >= end) {
-      load.server_cpu_s = cpu_seconds(o.server_cpu) - cpu_start;
+      load.server_cpu_s = cpu_clock_seconds(o.server_cpu) - cpu_start;
       load.seconds = std::chrono::duration<double>(now - start).count();
       return load;
     }

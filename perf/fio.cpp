@@ -5,94 +5,20 @@
 // runs as many jobs as spindle has workers, each with 32 / jobs in flight, so
 // both use the same cores; its JSON report gives the IOPS.
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <string_view>
-#include <system_error>
-#include <vector>
 
 #include "measure.hpp"
-#include "unique_fd.hpp"
+#include "programs.hpp"
 #include "workloads.hpp"
 
 namespace spindle::perf {
 namespace {
-
-[[noreturn]] void throw_errno(const char* what) {
-  throw std::system_error(errno, std::system_category(), what);
-}
-
-// The first executable `name` in PATH (as execvp looks), or "".
-std::string find_on_path(std::string_view name) {
-  const char* env = std::getenv("PATH");
-  std::string_view path = env != nullptr ? env : "/bin:/usr/bin";
-  for (;;) {
-    const auto colon = path.find(':');
-    const std::string_view dir = path.substr(0, colon);
-    const std::string file = fmt::format("{}/{}", dir.empty() ? "." : dir, name);
-    struct stat st{};
-    if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(file.c_str(), X_OK) == 0)
-      return file;
-    if (colon == std::string_view::npos) return "";
-    path.remove_prefix(colon + 1);
-  }
-}
-
-// Runs `exe` with `args` and returns its standard output; its stderr is ours.
-// A status other than 0 throws. The child dies with this process.
-std::string run_capture(const std::string& exe, const std::vector<std::string>& args) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) throw_errno("pipe2");
-  UniqueFd out_r(fds[0]), out_w(fds[1]);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t parent = ::getpid();
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
-    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null < 0 || ::dup2(null, STDIN_FILENO) < 0 || ::dup2(fds[1], STDOUT_FILENO) < 0) {
-      ::_exit(126);
-    }
-    ::execv(exe.c_str(), argv.data());
-    ::_exit(127);
-  }
-  out_w.reset();
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(out_r.get(), buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "{} failed (wait status {:#x}): {}", exe,
-        status, out.substr(0, 2000));
-  return out;
-}
 
 // The number `report[path...]`, or a PerfError naming what is missing.
 double number_at(const nlohmann::json& report, std::initializer_list<const char*> path) {

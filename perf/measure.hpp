@@ -30,6 +30,11 @@ class PerfError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A failed system call: errno as a std::system_error, `what` naming the call.
+[[noreturn]] inline void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::system_category(), what);
+}
+
 template <class... A>
 void check(bool ok, fmt::format_string<A...> format, A&&... args) {
   if (!ok) throw PerfError(fmt::format(format, std::forward<A>(args)...));
@@ -40,19 +45,21 @@ struct Timing {
   double cpu_seconds = 0;  // CPU time of every thread of the process
 };
 
-inline double process_cpu_seconds() {
+// The reading of CPU-time clock `clock` (this process's by default; another
+// process's from clock_getcpuclockid, all its threads, utime + stime) in seconds.
+inline double cpu_clock_seconds(clockid_t clock = CLOCK_PROCESS_CPUTIME_ID) {
   timespec ts{};
-  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  if (::clock_gettime(clock, &ts) != 0) throw_errno("reading a CPU-time clock");
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // Not thread-safe; start and stop on the same thread (or fiber).
 class Stopwatch {
  public:
-  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(process_cpu_seconds()) {}
+  Stopwatch() : wall_(std::chrono::steady_clock::now()), cpu_(cpu_clock_seconds()) {}
   Timing stop() const {
     const auto wall = std::chrono::steady_clock::now() - wall_;
-    return {std::chrono::duration<double>(wall).count(), process_cpu_seconds() - cpu_};
+    return {std::chrono::duration<double>(wall).count(), cpu_clock_seconds() - cpu_};
   }
 
  private:
