@@ -1,8 +1,8 @@
 // spindle-perf: spindle's workloads side by side with their baselines
 // (Boost.Fiber for the scheduler, raw liburing loops for I/O, fio for file
-// reads) in one run, with the same worker count and sizes. One table row per
-// workload: spindle, the baseline, their ratio, and at 2 workers the target
-// (perf/README.md, "Targets").
+// reads, cp for a file copy) in one run, with the same worker count and
+// sizes. One table row per workload: spindle, the baseline, their ratio, and
+// at 2 workers the target (perf/README.md, "Targets").
 // --json writes one JSON object per line for each (workload, implementation).
 //
 // Every measurement runs in a child process of its own (child.hpp says why);
@@ -56,7 +56,8 @@ using Measure = std::function<Row(const Params&)>;
 // One table row: spindle and its baseline on the same workload.
 struct Variant {
   std::string_view name;
-  std::string_view baseline;  // "boost.fiber", "raw-uring", "fio", or a spindle row ("ping_pong")
+  // "boost.fiber", "raw-uring", "fio", "cp", or a spindle row ("ping_pong")
+  std::string_view baseline;
   Measure run_spindle;
   Measure run_baseline;
   Headline headline;
@@ -139,6 +140,10 @@ std::vector<Workload> workloads() {
        {{"file_randread", "fio", spindle_file_randread, fio_file_randread, rate,
          Target{Target::On::kRatio, 0.90}, fio_missing}},
        prepare_randread},
+      {"file_copy",
+       {{"file_copy", "cp", spindle_file_copy, cp_file_copy, rate, Target{Target::On::kRatio, 0.90},
+         cp_missing}},
+       prepare_file_copy},
   };
 }
 

@@ -33,6 +33,7 @@ struct Sizes {
   std::uint64_t echo_window_ms = 2'000;
   std::uint64_t randread_bytes = std::uint64_t{1} << 30;  // file_randread's file; a power of 2
   std::uint64_t randread_reads = 1'000'000;               // total; a multiple of 32
+  std::uint64_t copy_bytes = std::uint64_t{1} << 30;      // file_copy's file; a multiple of 1 MiB
 
   // --quick: every workload in well under a second per implementation.
   static Sizes quick() {
@@ -51,7 +52,8 @@ struct Sizes {
                  .echo_warmup_ms = 50,
                  .echo_window_ms = 200,
                  .randread_bytes = std::uint64_t{64} << 20,
-                 .randread_reads = 64'000};
+                 .randread_reads = 64'000,
+                 .copy_bytes = std::uint64_t{64} << 20};
   }
 };
 
@@ -62,6 +64,8 @@ struct Params {
   // file_randread: the Storage directory holding the file, made in the parent
   // by prepare_randread before the workload's first measurement.
   std::filesystem::path randread_dir;
+  // file_copy: the file to copy, made in the parent by prepare_file_copy.
+  std::filesystem::path copy_source;
 };
 
 // Scheduler workloads on spindle (spindle_sched.cpp).
@@ -118,5 +122,17 @@ std::filesystem::path randread_file(const Params& p);
 // else why the baseline is skipped.
 std::string fio_missing();
 Row fio_file_randread(const Params& p);
+
+// file_copy (file_copy.cpp): Sizes::copy_bytes copied within one directory by
+// fs::copy_file, and by `cp --reflink=never`, each to a new file that is
+// checked and removed after the run. prepare_file_copy writes the source
+// (stamped blocks, synced, read back once so both copies read it from the
+// page cache) into a new temporary directory and sets p.copy_source; the
+// directory is removed when the returned handle is released. cp_missing:
+// empty when cp takes --reflink=never, else why the baseline is skipped.
+std::shared_ptr<void> prepare_file_copy(Params& p);
+Row spindle_file_copy(const Params& p);
+std::string cp_missing();
+Row cp_file_copy(const Params& p);
 
 }  // namespace spindle::perf
