@@ -1,8 +1,9 @@
 // spindle-perf: spindle's workloads side by side with their baselines
 // (Boost.Fiber for the scheduler, raw liburing loops for I/O, fio for file
-// reads, cp for a file copy) in one run, with the same worker count and
-// sizes. One table row per workload: spindle, the baseline, their ratio, and
-// at 2 workers the target (perf/README.md, "Targets").
+// reads, cp for a file copy, nginx for static files over HTTP) in one run,
+// with the same worker count and sizes. One table row per workload:
+// spindle, the baseline, their ratio, and at 2 workers the target
+// (perf/README.md, "Targets").
 // --json writes one JSON object per line for each (workload, implementation).
 //
 // Every measurement runs in a child process of its own (child.hpp says why);
@@ -56,7 +57,7 @@ using Measure = std::function<Row(const Params&)>;
 // One table row: spindle and its baseline on the same workload.
 struct Variant {
   std::string_view name;
-  // "boost.fiber", "raw-uring", "fio", "cp", or a spindle row ("ping_pong")
+  // "boost.fiber", "raw-uring", "fio", "cp", "nginx", or a spindle row ("ping_pong")
   std::string_view baseline;
   Measure run_spindle;
   Measure run_baseline;
@@ -65,6 +66,9 @@ struct Variant {
   // Why the baseline cannot run on this machine ("" when it can): it is then
   // skipped with a note, not failed.
   std::function<std::string()> baseline_missing = {};
+  // The same for spindle's side, where it is a program that may not be built
+  // or needs a load generator that may not be installed.
+  std::function<std::string()> spindle_missing = {};
 };
 
 struct Workload {
@@ -144,6 +148,11 @@ std::vector<Workload> workloads() {
        {{"file_copy", "cp", spindle_file_copy, cp_file_copy, rate, Target{Target::On::kRatio, 0.90},
          cp_missing}},
        prepare_file_copy},
+      // Server CPU per request no more than nginx's.
+      {"http_static",
+       {{"http_static", "nginx", spindle_http_static, nginx_http_static, cpu_per_req,
+         Target{Target::On::kRatio, 1.0}, nginx_missing, spindle_http_missing}},
+       prepare_http_static},
   };
 }
 
@@ -302,18 +311,22 @@ int run(const Options& o) {
     }
     for (const Variant& v : w.variants) {
       if (!selected(o, w, v)) continue;
-      const std::string missing = v.baseline_missing ? v.baseline_missing() : std::string();
-      if (o.run_baseline && !missing.empty()) {
-        fmt::print("{:<14} {} baseline skipped: {}\n", v.name, v.baseline, missing);
-      }
-      const bool run_baseline = o.run_baseline && missing.empty();
+      auto runnable = [&](bool wanted, const std::function<std::string()>& missing,
+                          std::string_view side) {
+        const std::string why = wanted && missing ? missing() : std::string();
+        if (!why.empty()) fmt::print("{:<14} {} skipped: {}\n", v.name, side, why);
+        return wanted && why.empty();
+      };
+      const bool run_spindle = runnable(o.run_spindle, v.spindle_missing, "spindle");
+      const bool run_baseline =
+          runnable(o.run_baseline, v.baseline_missing, fmt::format("{} baseline", v.baseline));
       std::vector<Row> runs_s, runs_b;
       std::string error = prepare_error;
       for (std::size_t rep = 1; rep <= o.repeat && error.empty(); ++rep) {
         const std::string suffix =
             o.repeat > 1 ? fmt::format(" run {}/{}", rep, o.repeat) : std::string();
         for (bool is_spindle : {true, false}) {
-          if (is_spindle ? !o.run_spindle : !run_baseline) continue;
+          if (is_spindle ? !run_spindle : !run_baseline) continue;
           const std::string impl = is_spindle ? "spindle" : std::string(v.baseline);
           const std::string label = fmt::format("{} {}{}", v.name, impl, suffix);
           const Measure& m = is_spindle ? v.run_spindle : v.run_baseline;

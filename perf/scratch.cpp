@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -87,6 +88,14 @@ void make_stamped_file(const std::filesystem::path& file, std::span<const std::b
             what, (off + b) / kBlock, file.string());
     }
   }
+}
+
+void write_text_file(const std::filesystem::path& file, std::string_view text,
+                     std::string_view what) {
+  std::ofstream out(file, std::ios::trunc);
+  out << text;
+  out.close();
+  check(bool(out), "{}: cannot write {}", what, file.string());
 }
 
 }  // namespace spindle::perf

@@ -39,4 +39,9 @@ class ScratchDir {
 void make_stamped_file(const std::filesystem::path& file, std::span<const std::byte> header,
                        std::uint64_t bytes, std::string_view what);
 
+// Writes `text` to `file`, replacing it. Throws PerfError naming `what` and
+// the file if it cannot.
+void write_text_file(const std::filesystem::path& file, std::string_view text,
+                     std::string_view what);
+
 }  // namespace spindle::perf

@@ -1,9 +1,11 @@
 # The perf smoke test: `spindle-perf --quick` must succeed and write the
 # expected number of JSON rows. Timing is never checked.
-# cmake -DPERF=<spindle-perf> -DJSON=<file> -DROWS=<n> -P smoke.cmake
-# ROWS counts every row but the two that spindle-perf writes only where what
+# cmake -DPERF=<spindle-perf> -DJSON=<file> -DROWS=<n> [-DSPINDLE_HTTP=<spindle-http>] -P smoke.cmake
+# ROWS counts every row but the four that spindle-perf writes only where what
 # they run is there, which is looked up here the same way: fio's file_randread
-# row (fio on PATH) and cp's file_copy row (cp takes --reflink=never).
+# row (fio on PATH), cp's file_copy row (cp takes --reflink=never), and the
+# two http_static rows (wrk on PATH, and SPINDLE_HTTP built or nginx on PATH
+# or at /usr/sbin/nginx).
 file(REMOVE "${JSON}")
 execute_process(COMMAND "${PERF}" --quick --json "${JSON}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -14,6 +16,8 @@ if(NOT EXISTS "${JSON}")
 endif()
 
 find_program(FIO fio PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
+find_program(WRK wrk PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
+find_program(NGINX nginx PATHS ENV PATH /usr/sbin NO_DEFAULT_PATH NO_CACHE)
 find_program(CP cp PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
 set(cp_never FALSE)
 if(CP)
@@ -22,6 +26,10 @@ if(CP)
   if(cp_rc EQUAL 0)
     set(cp_never TRUE)
   endif()
+endif()
+set(spindle_http_built FALSE)
+if(SPINDLE_HTTP AND EXISTS "${SPINDLE_HTTP}")
+  set(spindle_http_built TRUE)
 endif()
 
 file(STRINGS "${JSON}" lines REGEX "^{\"workload\":")
@@ -46,6 +54,17 @@ endfunction()
 
 expect_optional(file_randread fio FIO "fio: '${FIO}'")
 expect_optional(file_copy cp cp_never "cp takes --reflink=never: ${cp_never}")
+set(http_spindle FALSE)
+if(WRK AND spindle_http_built)
+  set(http_spindle TRUE)
+endif()
+set(http_nginx FALSE)
+if(WRK AND NGINX)
+  set(http_nginx TRUE)
+endif()
+expect_optional(http_static spindle http_spindle
+                "wrk: '${WRK}', spindle-http: '${SPINDLE_HTTP}'")
+expect_optional(http_static nginx http_nginx "wrk: '${WRK}', nginx: '${NGINX}'")
 
 if(NOT other_count EQUAL ROWS)
   set(errors "${errors} ${other_count} other rows, expected ${ROWS};")

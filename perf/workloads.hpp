@@ -34,6 +34,7 @@ struct Sizes {
   std::uint64_t randread_bytes = std::uint64_t{1} << 30;  // file_randread's file; a power of 2
   std::uint64_t randread_reads = 1'000'000;               // total; a multiple of 32
   std::uint64_t copy_bytes = std::uint64_t{1} << 30;      // file_copy's file; a multiple of 1 MiB
+  std::uint64_t http_window_ms = 2'000;                   // http_static: the load's length
 
   // --quick: every workload in well under a second per implementation.
   static Sizes quick() {
@@ -53,7 +54,8 @@ struct Sizes {
                  .echo_window_ms = 200,
                  .randread_bytes = std::uint64_t{64} << 20,
                  .randread_reads = 64'000,
-                 .copy_bytes = std::uint64_t{64} << 20};
+                 .copy_bytes = std::uint64_t{64} << 20,
+                 .http_window_ms = 300};
   }
 };
 
@@ -66,6 +68,9 @@ struct Params {
   std::filesystem::path randread_dir;
   // file_copy: the file to copy, made in the parent by prepare_file_copy.
   std::filesystem::path copy_source;
+  // http_static: the directory both servers serve, with the file and wrk's
+  // report script, made in the parent by prepare_http_static.
+  std::filesystem::path static_root;
 };
 
 // Scheduler workloads on spindle (spindle_sched.cpp).
@@ -134,5 +139,19 @@ std::shared_ptr<void> prepare_file_copy(Params& p);
 Row spindle_file_copy(const Params& p);
 std::string cp_missing();
 Row cp_file_copy(const Params& p);
+
+// http_static (http_static.cpp, nginx.cpp): a server pinned to CPU 0 serving
+// one 64 KiB file to wrk (-t1, 64 keep-alive connections) pinned to CPU 1,
+// for Sizes::http_window_ms; the headline is the server's CPU time per
+// request. spindle-http --workers 1 against nginx (one process, sendfile).
+// prepare_http_static writes the file into a new temporary directory and sets
+// p.static_root. The *_missing calls are empty when the side can run, else
+// why it is skipped: wrk not installed, spindle-http not built, nginx not
+// installed.
+std::shared_ptr<void> prepare_http_static(Params& p);
+Row spindle_http_static(const Params& p);
+std::string spindle_http_missing();
+Row nginx_http_static(const Params& p);
+std::string nginx_missing();
 
 }  // namespace spindle::perf
