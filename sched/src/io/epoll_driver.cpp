@@ -93,6 +93,7 @@ std::uint32_t readiness(const IoOp& op) noexcept {
   switch (op.code) {
     case IoCode::kAccept:
     case IoCode::kRecv:
+    case IoCode::kRecvmsg:
     case IoCode::kRead:
     case IoCode::kReadv:
       return EPOLLIN | EPOLLRDHUP;
@@ -191,6 +192,8 @@ int try_now(const IoOp& op) noexcept {
                            op.transfer.flags | MSG_DONTWAIT, nullptr, 0));
     case IoCode::kSendmsg:
       return sys(::syscall(SYS_sendmsg, op.fd, op.sendmsg.msg, op.sendmsg.flags | MSG_DONTWAIT));
+    case IoCode::kRecvmsg:
+      return sys(::syscall(SYS_recvmsg, op.fd, op.recvmsg.msg, op.recvmsg.flags | MSG_DONTWAIT));
     case IoCode::kRead: {
       const iovec v{op.read.buf, op.read.len};
       return transfer_now(read_at, POLLIN, op.fd, &v, 1, op.read.offset, op.read.rw_flags);

@@ -122,6 +122,10 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
                            op.splice.fd_out, static_cast<std::int64_t>(op.splice.offset_out),
                            op.splice.len, op.splice.flags);
       return;
+    case IoCode::kRecvmsg:
+      io_uring_prep_recvmsg(sqe, op.fd, op.recvmsg.msg, static_cast<unsigned>(op.recvmsg.flags));
+      if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+      return;
     case IoCode::kSqe:
       op.sqe.prepare(op.sqe.ctx, sqe);
       return;

@@ -92,6 +92,96 @@ TEST_CASE("io: accept, connect, send, sendmsg and recv move bytes over loopback"
   });
 }
 
+namespace {
+
+// A message of the one buffer `iov`, with `control` room for ancillary data
+// and `name` for the sender's address.
+msghdr message(iovec& iov, std::span<char> control, sockaddr_in* name = nullptr) {
+  msghdr msg{};
+  msg.msg_name = name;
+  msg.msg_namelen = name != nullptr ? sizeof *name : 0;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.empty() ? nullptr : control.data();
+  msg.msg_controllen = control.size();
+  return msg;
+}
+
+// Sends `fd` over `sock` with SCM_RIGHTS, with the byte 'f'.
+void send_fd(int sock, int fd) {
+  char byte = 'f';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg = message(iov, control);
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  REQUIRE(::sendmsg(sock, &msg, MSG_NOSIGNAL) == 1);
+}
+
+}  // namespace
+
+TEST_CASE("io: recvmsg waits for a datagram and reports its sender, truncation and descriptors",
+          "[io]") {
+  spindle::test::on_workers([] {
+    auto udp = [] {
+      UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      REQUIRE(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+      socklen_t len = sizeof a;
+      REQUIRE(::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&a), &len) == 0);
+      return std::pair(std::move(fd), a);
+    };
+    auto [a, a_addr] = udp();
+    auto [b, b_addr] = udp();
+    auto reader = spindle::spawn([&a] {
+      std::array<std::byte, 4> buf{};
+      sockaddr_in from{};
+      iovec iov{buf.data(), buf.size()};
+      msghdr msg = message(iov, {}, &from);
+      const std::size_t n = io::recvmsg(a.get(), msg, 0).value();
+      CHECK((msg.msg_flags & MSG_TRUNC) != 0);
+      CHECK(msg.msg_namelen == sizeof from);
+      return std::pair(text(std::span(buf).first(n)), from.sin_port);
+    });
+    (void)spindle::this_fiber::sleep_for(5ms);  // the reader waits for readiness
+    REQUIRE(::sendto(b.get(), "truncated", 9, 0, reinterpret_cast<sockaddr*>(&a_addr),
+                     sizeof a_addr) == 9);
+    const auto [got, port] = reader.join().value();
+    CHECK(got == "trun");
+    CHECK(port == b_addr.sin_port);
+
+    // A descriptor, installed close-on-exec with MSG_CMSG_CLOEXEC.
+    auto [c, d] = unix_pair(SOCK_DGRAM);
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd pipe_r(p[0]);
+    send_fd(d.get(), p[1]);
+    ::close(p[1]);
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg = message(iov, control);
+    REQUIRE(io::recvmsg(c.get(), msg, MSG_CMSG_CLOEXEC).value() == 1);
+    CHECK(byte == 'f');
+    CHECK((msg.msg_flags & MSG_CTRUNC) == 0);
+    const cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    REQUIRE(cm != nullptr);
+    REQUIRE(cm->cmsg_type == SCM_RIGHTS);
+    int passed = -1;
+    std::memcpy(&passed, CMSG_DATA(cm), sizeof passed);
+    UniqueFd pipe_w(passed);
+    CHECK((::fcntl(pipe_w.get(), F_GETFD) & FD_CLOEXEC) != 0);
+    REQUIRE(::write(pipe_w.get(), "z", 1) == 1);
+    REQUIRE(::read(pipe_r.get(), &byte, 1) == 1);
+    CHECK(byte == 'z');
+  });
+}
+
 TEST_CASE("io: recv with expect_wait still receives what arrives later", "[io]") {
   spindle::test::on_workers([] {
     auto [a, b] = unix_pair();
@@ -464,6 +554,7 @@ TEST_CASE("io: every operation has its name for dumps", "[io]") {
   CHECK(std::string_view(io_code_name(IoCode::kReadv)) == "readv");
   CHECK(std::string_view(io_code_name(IoCode::kFallocate)) == "fallocate");
   CHECK(std::string_view(io_code_name(IoCode::kSplice)) == "splice");
+  CHECK(std::string_view(io_code_name(IoCode::kRecvmsg)) == "recvmsg");
   CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
   CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
 }

@@ -128,6 +128,15 @@ inline Result<std::size_t> sendmsg(int fd, const msghdr& msg, int flags,
   return detail::size_result(detail::run_io(op, options));
 }
 
+// recvmsg(2): the bytes received (0 from a stream: end of stream). The kernel
+// updates `msg` as recvmsg(2) does: msg_namelen, msg_controllen and msg_flags
+// (MSG_TRUNC, MSG_CTRUNC).
+inline Result<std::size_t> recvmsg(int fd, msghdr& msg, int flags, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kRecvmsg, fd, options);
+  op.recvmsg = {&msg, flags};
+  return detail::size_result(detail::run_io(op, options));
+}
+
 // preadv2(2) with RWF_* `rw_flags`: the bytes read (0 at end of file).
 inline Result<std::size_t> read(int fd, std::span<std::byte> buf, std::uint64_t offset,
                                 int rw_flags = 0, const IoOptions& options = {}) {

@@ -46,6 +46,7 @@ enum class IoCode : std::uint8_t {
   kReadv,
   kFallocate,
   kSplice,
+  kRecvmsg,
   kSqe,  // io_op: any SQE, prepared by the caller (io_uring only)
 };
 
@@ -70,6 +71,10 @@ struct IoOp {
   };
   struct Sendmsg {
     const msghdr* msg;
+    int flags;
+  };
+  struct Recvmsg {  // the kernel updates msg's name, control and flags fields
+    msghdr* msg;
     int flags;
   };
   struct Read {
@@ -129,6 +134,7 @@ struct IoOp {
     Connect connect;
     Transfer transfer;
     Sendmsg sendmsg;
+    Recvmsg recvmsg;
     Read read;
     Write write;
     Path path;
