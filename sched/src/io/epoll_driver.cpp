@@ -16,7 +16,7 @@
 // An fd with an IoOptions::fd_id (a socket of net/) is registered once per
 // worker, edge-triggered, and stays in the set: then a wait costs no
 // system call, and the worker remembers the events reported since a try
-// last found the fd not ready (EAGAIN, or a stream socket's receive shorter
+// last found the fd not ready (EAGAIN, or a TCP socket's receive shorter
 // than asked), so a fiber that read everything waits without the try that
 // would find nothing. The id tells a reused fd number from the fd it was: a
 // new id registers again (the kernel dropped the closed file's
@@ -44,6 +44,7 @@
 #include "io/epoll_driver.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -398,10 +399,12 @@ int EpollDriver::attempt(const IoOp& op, Watched* w, std::uint32_t events) noexc
   if (w == nullptr) return res;
   if (res == -EAGAIN) {
     w->ready &= ~events;  // nothing until epoll reports the fd again
-  } else if (w->stream && op.code == IoCode::kRecv && (op.transfer.flags & MSG_PEEK) == 0 &&
-             res > 0 && static_cast<std::size_t>(res) < op.transfer.len) {
-    // A stream socket that gave less than asked has no data left; an end of
-    // stream or an error reported with that data still stands.
+  } else if (w->tcp && op.code == IoCode::kRecv && (op.transfer.flags & MSG_PEEK) == 0 && res > 0 &&
+             static_cast<std::size_t>(res) < op.transfer.len) {
+    // A TCP socket that gave less than asked has no data left; an end of
+    // stream or an error reported with that data still stands. (A Unix stream
+    // socket's receive also ends after bytes that carried descriptors, with
+    // more queued.)
     w->ready &= ~std::uint32_t{EPOLLIN};
   }
   return res;
@@ -505,9 +508,10 @@ int EpollDriver::keep(int fd, Watched& w, std::uint64_t id) noexcept {
   }
   if (w.id != id) {
     w.ready = 0;
-    int type = 0;
-    socklen_t len = sizeof type;
-    w.stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+    int protocol = 0;
+    socklen_t len = sizeof protocol;
+    w.tcp =
+        ::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) == 0 && protocol == IPPROTO_TCP;
   }
   w.in_set = true;
   w.id = id;

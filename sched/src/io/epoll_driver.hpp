@@ -67,13 +67,13 @@ class EpollDriver final : public IoDriver {
     // Nonzero: the fd is in the set edge-triggered for `registered` events,
     // kept between waits, for the operations of IoOptions::fd_id `id`; then
     // `ready` holds the events reported since a try here last found the fd
-    // not ready for them (EAGAIN, or a short receive from a stream socket).
+    // not ready for them (EAGAIN, or a short receive from a TCP socket).
     // 0: armed one-shot per wait.
     std::uint64_t id = 0;
     std::uint32_t registered = 0;
     std::uint32_t ready = 0;
     bool in_set = false;  // added and not known to be gone (a close removes it silently)
-    bool stream = false;  // id != 0: a SOCK_STREAM socket
+    bool tcp = false;     // id != 0: a TCP socket
     std::uint64_t nonblocking_id = 0;  // the fd_id whose fd was made O_NONBLOCK here
 
     // The events the waiters wait for.

@@ -286,6 +286,27 @@ TEST_CASE("io: an fd with an id: a short datagram or a peek leaves the rest read
   });
 }
 
+TEST_CASE("io: a Unix stream receive cut short by passed descriptors leaves the rest readable",
+          "[io]") {
+  spindle::test::on_workers([] {
+    auto [a, b] = unix_pair();
+    const spindle::IoOptions o{.fd_id = io::new_fd_id()};
+    int p[2];
+    REQUIRE(::pipe2(p, O_CLOEXEC) == 0);
+    UniqueFd pipe_r(p[0]), pipe_w(p[1]);
+    auto w = spindle::spawn([&] {
+      (void)spindle::this_fiber::sleep_for(2ms);
+      send_fd(b.get(), pipe_w.get());
+      REQUIRE(::send(b.get(), "rest", 4, MSG_NOSIGNAL) == 4);
+    });
+    // A receive ends after the bytes that carried descriptors (closing them:
+    // there is no room for them), shorter than asked while more is queued.
+    CHECK(recv_text(a.get(), o) == "f");
+    CHECK(recv_text(a.get(), {.deadline = spindle::Clock::now() + 5s, .fd_id = o.fd_id}) == "rest");
+    REQUIRE(w.join());
+  });
+}
+
 TEST_CASE("io: a closed fd's number reused with a new id, or none, is waited on afresh", "[io]") {
   spindle::test::on_workers([] {
     int number = -1;
