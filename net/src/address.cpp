@@ -4,6 +4,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 namespace spindle::net {
@@ -37,12 +38,57 @@ bool looks_like_v4(std::string_view s) {
          std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
 }
 
+// Where sun_path starts in a sockaddr_un: the length of an unnamed address.
+constexpr socklen_t kUnixHeader = offsetof(sockaddr_un, sun_path);
+constexpr std::size_t kSunPath = sizeof(sockaddr_un::sun_path);
+
+std::string too_long(std::string_view what, std::size_t n) {
+  return std::string(what) + " is " + std::to_string(n) + " bytes, longer than the " +
+         std::to_string(SocketAddress::kMaxUnixPath) + " that fit in sun_path";
+}
+
 }  // namespace
 
-SocketAddress::SocketAddress() noexcept {
+SocketAddress::SocketAddress() noexcept : len_(sizeof(sockaddr_in)) {
   std::memset(&storage_, 0, sizeof storage_);
   storage_.v4.sin_family = AF_INET;
 }
+
+SocketAddress SocketAddress::unix_from(std::string_view bytes, socklen_t len) noexcept {
+  SocketAddress a;
+  a.storage_.un.sun_family = AF_UNIX;
+  std::copy(bytes.begin(), bytes.end(), a.storage_.un.sun_path);
+  a.len_ = len;
+  return a;
+}
+
+std::expected<SocketAddress, std::string> SocketAddress::unix_path(std::string_view path) {
+  return unix_path_from(path, path);
+}
+
+std::expected<SocketAddress, std::string> SocketAddress::unix_path_from(std::string_view text,
+                                                                        std::string_view path) {
+  if (path.empty()) return bad(text, "empty Unix socket path");
+  if (path.find('\0') != std::string_view::npos)
+    return bad(text, "a NUL byte in a Unix socket path");
+  if (path.size() > kMaxUnixPath) return bad(text, too_long("the Unix socket path", path.size()));
+  return unix_from(path, static_cast<socklen_t>(kUnixHeader + path.size() + 1));
+}
+
+std::expected<SocketAddress, std::string> SocketAddress::unix_abstract(std::string_view name) {
+  return unix_abstract_from(name, name);
+}
+
+std::expected<SocketAddress, std::string> SocketAddress::unix_abstract_from(std::string_view text,
+                                                                            std::string_view name) {
+  if (name.size() > kMaxUnixPath)
+    return bad(text, too_long("the abstract socket name", name.size()));
+  SocketAddress a = unix_from({}, static_cast<socklen_t>(kUnixHeader + 1 + name.size()));
+  std::copy(name.begin(), name.end(), a.storage_.un.sun_path + 1);
+  return a;
+}
+
+SocketAddress SocketAddress::unix_unnamed() noexcept { return unix_from({}, kUnixHeader); }
 
 SocketAddress SocketAddress::loopback_v4(std::uint16_t port) noexcept {
   return v4(htonl(INADDR_LOOPBACK), port);
@@ -68,6 +114,7 @@ SocketAddress SocketAddress::v4(std::uint32_t address, std::uint16_t port) noexc
 SocketAddress SocketAddress::v6(const in6_addr& address, std::uint16_t port) noexcept {
   SocketAddress a;
   a.storage_.v6.sin6_family = AF_INET6;
+  a.len_ = sizeof(sockaddr_in6);
   a.storage_.v6.sin6_addr = address;
   a.set_port(port);
   return a;
@@ -84,10 +131,23 @@ std::expected<SocketAddress, std::string> SocketAddress::from_sockaddr(const soc
   }
   if (sa->sa_family == AF_INET6 && len >= static_cast<socklen_t>(sizeof(sockaddr_in6))) {
     std::memcpy(&a.storage_.v6, sa, sizeof(sockaddr_in6));
+    a.len_ = sizeof(sockaddr_in6);
     return a;
   }
+  if (sa->sa_family == AF_UNIX) {
+    const auto* un = reinterpret_cast<const sockaddr_un*>(sa);
+    const std::size_t n = std::min<std::size_t>(len - kUnixHeader, kSunPath);
+    if (n == 0) return unix_unnamed();
+    if (un->sun_path[0] == '\0') {
+      return unix_from({un->sun_path, n}, static_cast<socklen_t>(kUnixHeader + n));
+    }
+    // A path, with its NUL when it has one (the kernel may count it or not).
+    const std::size_t path = ::strnlen(un->sun_path, n);
+    return unix_from({un->sun_path, path},
+                     static_cast<socklen_t>(kUnixHeader + path + (path < kSunPath ? 1 : 0)));
+  }
   return std::unexpected<std::string>("address family " + std::to_string(sa->sa_family) +
-                                      " is neither IPv4 nor IPv6");
+                                      " is not IPv4, IPv6 or Unix");
 }
 
 std::expected<SocketAddress, std::string> SocketAddress::ip_from(std::string_view text,
@@ -120,6 +180,7 @@ std::expected<SocketAddress, std::string> SocketAddress::ip_from(std::string_vie
     }
   }
   a.storage_.v6.sin6_family = AF_INET6;
+  a.len_ = sizeof(sockaddr_in6);
   if (::inet_pton(AF_INET6, addr.c_str(), &a.storage_.v6.sin6_addr) != 1)
     return bad(text, "not an IPv6 address");
   a.storage_.v6.sin6_scope_id = scope;
@@ -159,29 +220,55 @@ std::expected<HostPort, std::string> parse_host_port(std::string_view text) {
 }
 
 std::expected<SocketAddress, std::string> SocketAddress::parse(std::string_view text) {
+  constexpr std::string_view kUnixScheme = "unix:";
+  if (text.starts_with(kUnixScheme)) {
+    const std::string_view rest = text.substr(kUnixScheme.size());
+    if (rest.starts_with('@')) return unix_abstract_from(text, rest.substr(1));
+    return unix_path_from(text, rest);
+  }
+  if (text.starts_with('/')) return unix_path_from(text, text);
+  if (text.starts_with('@')) return unix_abstract_from(text, text.substr(1));
   auto hp = parse_host_port(text);
   if (!hp) return std::unexpected<std::string>(std::move(hp.error()));
   return ip_from(text, hp->host, hp->port);
 }
 
+bool SocketAddress::is_unix_path() const noexcept {
+  return is_unix() && len_ > kUnixHeader && storage_.un.sun_path[0] != '\0';
+}
+
+bool SocketAddress::is_unix_abstract() const noexcept {
+  return is_unix() && len_ > kUnixHeader && storage_.un.sun_path[0] == '\0';
+}
+
+bool SocketAddress::is_unix_unnamed() const noexcept { return is_unix() && len_ == kUnixHeader; }
+
+std::string_view SocketAddress::unix_name() const noexcept {
+  if (is_unix_path()) return {storage_.un.sun_path, ::strnlen(storage_.un.sun_path, kSunPath)};
+  if (is_unix_abstract()) return {storage_.un.sun_path + 1, len_ - kUnixHeader - 1};
+  return {};
+}
+
 std::uint16_t SocketAddress::port() const noexcept {
+  if (is_unix()) return 0;
   return ntohs(is_v6() ? storage_.v6.sin6_port : storage_.v4.sin_port);
 }
 
 void SocketAddress::set_port(std::uint16_t port) noexcept {
   if (is_v6()) {
     storage_.v6.sin6_port = htons(port);
-  } else {
+  } else if (is_v4()) {
     storage_.v4.sin_port = htons(port);
   }
 }
 
-socklen_t SocketAddress::size() const noexcept {
-  return is_v6() ? static_cast<socklen_t>(sizeof(sockaddr_in6))
-                 : static_cast<socklen_t>(sizeof(sockaddr_in));
-}
-
 std::string SocketAddress::ip_string() const {
+  if (is_unix()) {
+    const std::string_view name = unix_name();
+    if (is_unix_abstract()) return "@" + std::string(name);
+    if (is_unix_unnamed()) return "(unnamed)";
+    return name.starts_with('/') ? std::string(name) : "unix:" + std::string(name);
+  }
   char buf[INET6_ADDRSTRLEN + IF_NAMESIZE + 2] = {};
   if (is_v6()) {
     ::inet_ntop(AF_INET6, &storage_.v6.sin6_addr, buf, sizeof buf);
@@ -200,12 +287,16 @@ std::string SocketAddress::ip_string() const {
 }
 
 std::string SocketAddress::to_string() const {
+  if (is_unix()) return ip_string();
   const std::string p = std::to_string(port());
   return is_v6() ? "[" + ip_string() + "]:" + p : ip_string() + ":" + p;
 }
 
 bool operator==(const SocketAddress& a, const SocketAddress& b) noexcept {
-  if (a.family() != b.family() || a.port() != b.port()) return false;
+  if (a.family() != b.family() || a.port() != b.port() || a.len_ != b.len_) return false;
+  if (a.is_unix()) {
+    return std::memcmp(a.storage_.un.sun_path, b.storage_.un.sun_path, a.len_ - kUnixHeader) == 0;
+  }
   if (a.is_v6()) {
     return std::memcmp(&a.storage_.v6.sin6_addr, &b.storage_.v6.sin6_addr, sizeof(in6_addr)) == 0 &&
            a.storage_.v6.sin6_scope_id == b.storage_.v6.sin6_scope_id;

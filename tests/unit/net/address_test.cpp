@@ -1,3 +1,6 @@
+#include <sys/un.h>
+
+#include <cstddef>
 #include <string>
 
 #include "runtime_harness.hpp"
@@ -87,10 +90,85 @@ TEST_CASE("parse_ip and parse_host_port", "[net][address]") {
 
 TEST_CASE("from_sockaddr rejects other families", "[net][address]") {
   sockaddr_storage ss{};
-  ss.ss_family = AF_UNIX;
+  ss.ss_family = AF_PACKET;
   auto a = SocketAddress::from_sockaddr(reinterpret_cast<sockaddr*>(&ss), sizeof ss);
   REQUIRE_FALSE(a.has_value());
-  CHECK_THAT(a.error(), Catch::Contains("neither IPv4 nor IPv6"));
+  CHECK_THAT(a.error(), Catch::Contains("not IPv4, IPv6 or Unix"));
   const SocketAddress v6 = SocketAddress::loopback_v6(99);
   CHECK(SocketAddress::from_sockaddr(v6.data(), v6.size()).value() == v6);
+}
+
+TEST_CASE("Unix addresses: paths, abstract names and unnamed parse, print and compare",
+          "[net][address][unix]") {
+  constexpr auto kHeader = offsetof(sockaddr_un, sun_path);
+  auto path = SocketAddress::parse("/run/app.sock");
+  REQUIRE(path.has_value());
+  CHECK(path->is_unix());
+  CHECK(path->is_unix_path());
+  CHECK_FALSE(path->is_ip());
+  CHECK(path->unix_name() == "/run/app.sock");
+  CHECK(path->to_string() == "/run/app.sock");
+  CHECK(path->ip_string() == "/run/app.sock");
+  CHECK(path->port() == 0);
+  CHECK(path->size() == kHeader + 14);  // the path and its NUL
+  CHECK(*path == SocketAddress::unix_path("/run/app.sock").value());
+  CHECK(*path != SocketAddress::unix_path("/run/app.sock2").value());
+  path->set_port(80);  // no port to set
+  CHECK(path->port() == 0);
+
+  auto relative = SocketAddress::parse("unix:app.sock");
+  REQUIRE(relative.has_value());
+  CHECK(relative->unix_name() == "app.sock");
+  CHECK(relative->to_string() == "unix:app.sock");
+  CHECK(SocketAddress::parse(relative->to_string()).value() == *relative);
+  CHECK(SocketAddress::parse("unix:/run/app.sock").value() == *path);
+
+  auto abstract = SocketAddress::parse("@spindle-test");
+  REQUIRE(abstract.has_value());
+  CHECK(abstract->is_unix_abstract());
+  CHECK(abstract->unix_name() == "spindle-test");
+  CHECK(abstract->to_string() == "@spindle-test");
+  CHECK(abstract->size() == kHeader + 1 + 12);  // a NUL and the name, no terminator
+  CHECK(reinterpret_cast<const sockaddr_un*>(abstract->data())->sun_path[0] == '\0');
+  CHECK(SocketAddress::parse("unix:@spindle-test").value() == *abstract);
+  CHECK(SocketAddress::parse(abstract->to_string()).value() == *abstract);
+  CHECK(*abstract != SocketAddress::unix_path("spindle-test").value());
+  CHECK(*abstract != SocketAddress::unix_abstract("spindle-tes").value());
+  const std::string_view with_nul("a\0b", 3);
+  CHECK(SocketAddress::unix_abstract(with_nul).value().unix_name() == with_nul);
+
+  const SocketAddress unnamed = SocketAddress::unix_unnamed();
+  CHECK(unnamed.is_unix_unnamed());
+  CHECK(unnamed.size() == kHeader);
+  CHECK(unnamed.to_string() == "(unnamed)");
+  CHECK(unnamed.unix_name().empty());
+  CHECK(unnamed != SocketAddress::unix_abstract("").value());
+  CHECK(unnamed != SocketAddress());
+
+  // What the kernel writes: a path with its NUL counted or not, a bare family.
+  for (const SocketAddress& a : {*path, *abstract, unnamed}) {
+    INFO(a.to_string());
+    CHECK(SocketAddress::from_sockaddr(a.data(), a.size()).value() == a);
+  }
+  CHECK(SocketAddress::from_sockaddr(path->data(), path->size() - 1).value() == *path);
+}
+
+TEST_CASE("Unix address errors name the path and sun_path's limit", "[net][address][unix]") {
+  const std::string longest(SocketAddress::kMaxUnixPath, 'x');
+  CHECK(SocketAddress::kMaxUnixPath == 107);
+  CHECK(SocketAddress::unix_path("/" + longest.substr(1)).value().unix_name().size() == 107);
+  CHECK(SocketAddress::unix_abstract(longest).has_value());
+  auto too_long = SocketAddress::unix_path("/" + longest);
+  REQUIRE_FALSE(too_long.has_value());
+  CHECK_THAT(too_long.error(), Catch::Contains("108 bytes, longer than the 107"));
+  CHECK_THAT(too_long.error(), Catch::Contains("sun_path"));
+  CHECK_THAT(too_long.error(), Catch::Contains("'/" + longest + "'"));
+  CHECK_THAT(SocketAddress::unix_abstract(longest + "y").error(),
+             Catch::Contains("abstract socket name is 108 bytes"));
+  require_parse_error("unix:", "empty Unix socket path");
+  require_parse_error("unix:/" + longest, "longer than the 107");
+  require_parse_error("@" + longest + "y", "longer than the 107");
+  CHECK_THAT(SocketAddress::unix_path(std::string_view("/a\0b", 4)).error(),
+             Catch::Contains("NUL byte"));
+  CHECK_FALSE(SocketAddress::parse_ip("/run/app.sock").has_value());
 }
