@@ -1,7 +1,7 @@
-// The runtime counters net/ owns: connections made and accepted, bytes sent
-// and received over TCP. All are defined in counters.cpp, so a program that
-// links one of them (any listener or stream) exposes all four. Bumped from
-// fibers only.
+// The runtime counters net/ owns: stream connections (TCP and Unix) made and
+// accepted, bytes sent and received over them (datagrams are not counted).
+// All are defined in counters.cpp, so a program that links one of them (any
+// listener or stream) exposes all four. Bumped from fibers only.
 #pragma once
 
 #include "spindle/sched/runtime_counter.hpp"

@@ -21,28 +21,10 @@ namespace tf = spindle::this_fiber;
 TEST_CASE("echo round trips", "[net][stream]") {
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair();
-    auto echo = spindle::spawn([&server] {
-      std::array<char, 256> buf;
-      std::size_t total = 0;
-      for (;;) {
-        auto n = server.read(buf).value();
-        if (n == 0) {
-          (void)server.shutdown(net::Shutdown::kWrite);  // FIN, not close()'s RST
-          return total;
-        }
-        server.write_all(std::string_view(buf.data(), n)).value();
-        total += n;
-      }
-    });
-    for (int i = 0; i < 200; ++i) {
-      const std::string msg = "message " + std::to_string(i);
-      REQUIRE(client.write_all(msg).has_value());
-      std::string back(msg.size(), '\0');
-      REQUIRE(client.read_exact(back).has_value());
-      REQUIRE(back == msg);
-    }
+    auto echo = spindle::spawn([&server] { return spindle::test::echo_until_end(server); });
+    const std::size_t sent = spindle::test::round_trips(client, 200);
     REQUIRE(client.shutdown(net::Shutdown::kWrite).has_value());
-    CHECK(echo.join().value() > 0);
+    CHECK(echo.join().value() == sent);
     std::array<char, 4> rest;
     CHECK(client.read(rest).value() == 0);  // the server closed: end of stream
   });
@@ -401,14 +383,7 @@ TEST_CASE("a small read buffer still serves reads of every size", "[net][stream]
 }
 
 TEST_CASE("IPv6 loopback", "[net][stream][ipv6]") {
-  {
-    // Probe outside the runtime: SPINDLE_SKIP ends the process.
-    const int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const auto any = net::SocketAddress::loopback_v6();
-    const bool ok = fd >= 0 && ::bind(fd, any.data(), any.size()) == 0;
-    if (fd >= 0) ::close(fd);
-    if (!ok) SPINDLE_SKIP("IPv6 loopback (::1) is not available here");
-  }
+  spindle::test::require_ipv6_loopback(SOCK_STREAM);
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair(net::SocketAddress::loopback_v6());
     CHECK(client.peer_addr().value().is_v6());

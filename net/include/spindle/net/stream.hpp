@@ -1,149 +1,55 @@
-// TcpStream: a connected TCP socket with blocking-style calls that park the
-// calling fiber, a read buffer, per-call timeouts, and poisoning after errors.
+// TcpStream: a connected TCP socket; reading, writing, buffering, timeouts
+// and poisoning are StreamSocket's.
 #pragma once
 
-#include <sys/uio.h>
-
-#include <atomic>
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <span>
-#include <string_view>
-#include <utility>
+#include <optional>
 
 #include "spindle/base/result.hpp"
 #include "spindle/base/unique_fd.hpp"
 #include "spindle/net/address.hpp"
+#include "spindle/net/options.hpp"
+#include "spindle/net/stream_socket.hpp"
 #include "spindle/net/timeout.hpp"
 
 namespace spindle::net {
 
 class TcpListener;
 
-enum class Shutdown : int { kRead = SHUT_RD, kWrite = SHUT_WR, kBoth = SHUT_RDWR };
-
-// Fiber-only (its blocking calls need a fiber; it may move between fibers
-// and workers). Not thread-safe, with one exception: the read half (read,
-// read_exact, fill, peek, consume) and the write half (write_all, writev) are
-// independent, so one fiber may read while another writes. shutdown() and the
-// address calls may be used from any fiber while the stream is open.
-// The calls marked `Suspends:` park the calling fiber; the others (peek,
-// consume, shutdown, the address calls, set_nodelay, close) are plain syscalls
-// or buffer operations and never suspend.
-//
-// Every read and write goes through the calling worker's io_uring (RECV,
-// SEND, SENDMSG), with a deadline from its Timeout (default: Config's
-// read_write_timeout). A failed call — an error, a timeout, an abort —
-// poisons its half: the kernel may have moved part of the bytes, so later
-// calls on that half return errc::closed without touching the socket. End of
-// stream is not an error for read() (it returns 0), but is for read_exact()
-// (errc::closed).
-//
-// The stream owns a read buffer of Config::read_buffer_size bytes (allocated
-// when a read first needs it): small reads are served from it, reads at least
-// as large as it go straight to the caller's memory, and so do reads of a
-// page (4 KiB) or more while the socket is being drained by them (the last
-// receive returned less than it asked for, as with requests and replies); a
-// receive that fills the caller's memory sends the next reads through the
-// buffer until one drains the socket again. peek/fill/consume expose it, so a
-// parser can work on the buffered bytes in place.
-class TcpStream {
+// Fiber-only, with the thread rules of StreamSocket. connect() suspends; the
+// option calls are plain syscalls and never do.
+class TcpStream : public StreamSocket {
  public:
   // Not connected: every call fails with errc::closed.
   TcpStream() noexcept = default;
-  TcpStream(TcpStream&& o) noexcept;
-  TcpStream& operator=(TcpStream&& o) noexcept;
+  TcpStream(TcpStream&&) noexcept = default;
+  TcpStream& operator=(TcpStream&&) noexcept = default;
   // Closes the socket (see close()).
-  ~TcpStream();
+  ~TcpStream() = default;
 
-  // Connects to `peer` through the ring (CONNECT), then applies Config's
-  // tcp_nodelay and zero_linger. The default timeout is Config::connect_timeout;
-  // on expiry the attempt is cancelled and errc::timed_out returned. Errors:
-  // the errno (ECONNREFUSED, ENETUNREACH, ...), errc::timed_out, errc::aborted.
+  // Connects to `peer` (an IP address) through the backend's connect, then
+  // applies Config's tcp_nodelay and zero_linger. The default timeout is
+  // Config::connect_timeout; on expiry the attempt is cancelled and
+  // errc::timed_out returned. Errors: the errno (ECONNREFUSED, ENETUNREACH,
+  // EAFNOSUPPORT for a Unix address, ...), errc::timed_out, errc::aborted.
   // Suspends: until connected, refused, timed out or aborted.
   static Result<TcpStream> connect(const SocketAddress& peer, Timeout timeout = {});
-
-  // Reads at least one byte and at most buf.size(): from the buffer if it
-  // holds any, else with one RECV. Returns 0 at end of stream (the peer shut
-  // down its write side) or if `buf` is empty.
-  // Suspends: until bytes arrive, end of stream, an error, the timeout or an abort.
-  Result<std::size_t> read(std::span<std::byte> buf, Timeout timeout = {});
-  Result<std::size_t> read(std::span<char> buf, Timeout timeout = {});
-
-  // Reads exactly buf.size() bytes, across as many RECVs as needed, under one
-  // timeout. End of stream first is errc::closed.
-  // Suspends: until done, end of stream, an error, the timeout or an abort.
-  Result<void> read_exact(std::span<std::byte> buf, Timeout timeout = {});
-  Result<void> read_exact(std::span<char> buf, Timeout timeout = {});
-
-  // The buffered bytes not yet consumed, at most `max` of them. No I/O.
-  std::span<const std::byte> peek(std::size_t max = SIZE_MAX) const noexcept;
-  // Drops the first `n` buffered bytes (n <= peek().size()).
-  void consume(std::size_t n) noexcept;
-  // One RECV that appends to the buffer (moving the buffered bytes to its
-  // front first if that makes room). Returns how many bytes arrived: 0 at
-  // end of stream. std::errc::no_buffer_space (not poisoning) if the buffer
-  // is already full of unconsumed bytes.
-  // Suspends: until bytes arrive, end of stream, an error, the timeout or an abort.
-  Result<std::size_t> fill(Timeout timeout = {});
-
-  // Sends every byte (SEND with MSG_NOSIGNAL, repeated after partial sends)
-  // under one timeout. A peer that went away gives EPIPE or ECONNRESET.
-  // Suspends: until all bytes are with the kernel, an error, the timeout or an abort.
-  Result<void> write_all(std::span<const std::byte> buf, Timeout timeout = {});
-  Result<void> write_all(std::string_view buf, Timeout timeout = {});
-
-  // write_all of the concatenation of `bufs`, with SENDMSG (up to 64 buffers
-  // per SQE).
-  // Suspends: as write_all.
-  Result<void> writev(std::span<const iovec> bufs, Timeout timeout = {});
-
-  // shutdown(2): kRead makes this stream's pending and later reads see end
-  // of stream once the buffered data is read; kWrite sends FIN after the
-  // bytes already written. Any fiber, while the stream is open.
-  Result<void> shutdown(Shutdown how) noexcept;
-
-  Result<SocketAddress> local_addr() const;
-  Result<SocketAddress> peer_addr() const;
+  // The same with `options` set first: a local address to bind (EADDRINUSE
+  // if it is taken, EADDRNOTAVAIL if this machine does not have it), buffer
+  // sizes, keepalive. Throws std::invalid_argument naming an option whose
+  // value is out of range.
+  static Result<TcpStream> connect(const SocketAddress& peer, const ConnectOptions& options,
+                                   Timeout timeout = {});
 
   // TCP_NODELAY (on by default through Config::tcp_nodelay).
   Result<void> set_nodelay(bool on) noexcept;
 
-  bool is_open() const noexcept { return bool(fd_); }
-  int native_handle() const noexcept { return fd_.get(); }
-
-  // Closes the socket now (with Config::zero_linger that resets the
-  // connection). No operation of this stream may be in flight.
-  void close() noexcept;
+  // SO_KEEPALIVE with `keepalive`'s timings, or off (std::nullopt, the
+  // default). Throws std::invalid_argument naming a timing out of range.
+  Result<void> set_keepalive(const std::optional<Keepalive>& keepalive);
 
  private:
   friend class TcpListener;
-  TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept;
-
-  Result<std::size_t> read_some(std::byte* out, std::size_t len, Deadline deadline);
-  Result<std::size_t> recv_into(std::byte* out, std::size_t len, Deadline deadline);
-  void ensure_buffer();
-  Result<void> send_all(const std::byte* data, std::size_t len, Deadline deadline);
-
-  UniqueFd fd_;
-  std::uint64_t fd_id_ = 0;  // IoOptions::fd_id of every operation on fd_
-  SocketAddress peer_;
-  // The read buffer: bytes [pos_, end_) of buf_ are buffered, cap_ its size.
-  // Invariant: pos_ <= end_ <= cap_; all zero until the first read.
-  std::unique_ptr<std::byte[]> buf_;
-  std::size_t cap_ = 0;
-  std::size_t pos_ = 0;
-  std::size_t end_ = 0;
-  bool read_poisoned_ = false;   // read half only
-  bool write_poisoned_ = false;  // write half only
-  // The peer's turn: the last receive left the socket drained (or there was
-  // none yet; read half only), and bytes were sent since (set by the write
-  // half, cleared by the read half; relaxed: it is only a hint). Then the
-  // next RECV arms poll first instead of trying a receive that would find
-  // nothing.
-  bool drained_ = true;
-  std::atomic<bool> sent_{false};
+  TcpStream(UniqueFd fd, const SocketAddress& peer) noexcept : StreamSocket(std::move(fd), peer) {}
 };
 
 }  // namespace spindle::net
