@@ -7,7 +7,7 @@
 #include "net_test_support.hpp"
 
 namespace {
-double stat(std::string_view name) {
+double metric(std::string_view name) {
   return spindle::test::metric_value(spindle::current_runtime().metrics_text(), name).value();
 }
 }  // namespace
@@ -15,8 +15,8 @@ double stat(std::string_view name) {
 TEST_CASE("network counters follow a known echo exchange", "[net][metrics]") {
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair();
-    CHECK(stat("runtime_inbound_connections_total") == 1);
-    CHECK(stat("runtime_outbound_connections_total") == 1);
+    CHECK(metric("runtime_inbound_connections_total") == 1);
+    CHECK(metric("runtime_outbound_connections_total") == 1);
     REQUIRE(client.write_all(std::string_view("hello")));
     char buf[16];
     REQUIRE(server.read_exact(std::span(buf, 5)));
@@ -24,7 +24,7 @@ TEST_CASE("network counters follow a known echo exchange", "[net][metrics]") {
     REQUIRE(client.read_exact(std::span(buf, 5)));
     CHECK(std::string_view(buf, 5) == "hello");
     // Both ends are in this process: 5 bytes each way, counted once per end.
-    CHECK(stat("runtime_outbound_bandwidth_total") == 10);
-    CHECK(stat("runtime_inbound_bandwidth_total") == 10);
+    CHECK(metric("runtime_outbound_bandwidth_total") == 10);
+    CHECK(metric("runtime_inbound_bandwidth_total") == 10);
   });
 }
