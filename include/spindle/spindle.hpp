@@ -10,6 +10,7 @@
 #include "spindle/base/log.hpp"
 #include "spindle/base/result.hpp"
 #include "spindle/base/time.hpp"
+#include "spindle/base/timeout.hpp"
 #include "spindle/fs/copy.hpp"
 #include "spindle/fs/error.hpp"
 #include "spindle/fs/file.hpp"
