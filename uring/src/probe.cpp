@@ -15,8 +15,10 @@
 namespace spindle::uring {
 namespace {
 
-// IORING_OP_FTRUNCATE (Linux 6.9) is newer than liburing 2.3's headers; the
-// probe is indexed by opcode number, so the number is enough.
+// IORING_OP_WAITID (Linux 6.7) and IORING_OP_FTRUNCATE (Linux 6.9) are newer
+// than liburing 2.3's headers; the probe is indexed by opcode number, so the
+// number is enough.
+constexpr int kOpWaitid = 50;
 constexpr int kOpFtruncate = 55;
 
 constexpr const char* kFix =
@@ -75,6 +77,7 @@ KernelSupport require_kernel_support() {
       if (!io_uring_opcode_supported(probe, required.op)) note_missing(required.name);
     }
     support.op_ftruncate = io_uring_opcode_supported(probe, kOpFtruncate) != 0;
+    support.op_waitid = io_uring_opcode_supported(probe, kOpWaitid) != 0;
     io_uring_free_probe(probe);
   }
   io_uring_queue_exit(&ring);

@@ -4,6 +4,9 @@
 // cancel().
 #pragma once
 
+#include <sys/wait.h>
+
+#include <cerrno>
 #include <optional>
 
 #include "core/current.hpp"
@@ -73,6 +76,15 @@ inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions&
     return errc::io_limit;
   }
   return std::nullopt;
+}
+
+// One waitid(WNOHANG) of a kWaitid operation: 0 with its info filled,
+// -EAGAIN if the child has no such state change yet, or -errno.
+inline int waitid_now(const IoOp& op) noexcept {
+  op.waitid.info->si_pid = 0;  // left 0 by a try that finds nothing
+  if (::waitid(P_PIDFD, static_cast<id_t>(op.fd), op.waitid.info, op.waitid.options | WNOHANG) != 0)
+    return -errno;
+  return op.waitid.info->si_pid == 0 ? -EAGAIN : 0;
 }
 
 }  // namespace spindle::detail

@@ -98,6 +98,8 @@ std::uint32_t readiness(const IoOp& op) noexcept {
     case IoCode::kRead:
     case IoCode::kReadv:
       return EPOLLIN | EPOLLRDHUP;
+    case IoCode::kWaitid:
+      return EPOLLIN;  // a pidfd is readable once its process has exited
     case IoCode::kConnect:
     case IoCode::kSend:
     case IoCode::kSendmsg:
@@ -213,6 +215,8 @@ int try_now(const IoOp& op) noexcept {
       if (n < 0) return -errno;
       return n == 0 ? -EAGAIN : p.revents;
     }
+    case IoCode::kWaitid:
+      return waitid_now(op);
     default:
       return -EINVAL;
   }

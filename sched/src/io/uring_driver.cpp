@@ -17,6 +17,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,7 +35,9 @@
 namespace spindle::detail {
 namespace {
 
-constexpr std::uint8_t kOpFtruncate = 55;  // IORING_OP_FTRUNCATE (Linux 6.9); liburing 2.3 lacks it
+// Opcodes liburing 2.3 lacks.
+constexpr std::uint8_t kOpWaitid = 50;     // IORING_OP_WAITID (Linux 6.7)
+constexpr std::uint8_t kOpFtruncate = 55;  // IORING_OP_FTRUNCATE (Linux 6.9)
 constexpr int kErestartSys = 512;          // the kernel's ERESTARTSYS, never meant for user space
 constexpr int kErestartLast = 516;         // ERESTART_RESTARTBLOCK
 
@@ -126,6 +129,13 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
       io_uring_prep_recvmsg(sqe, op.fd, op.recvmsg.msg, static_cast<unsigned>(op.recvmsg.flags));
       if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
       return;
+    case IoCode::kWaitid:
+      // As io_uring_prep_waitid: fd the id, len the idtype, file_index the
+      // options, addr2 (after prep_rw, which zeroes it) the siginfo.
+      io_uring_prep_rw(kOpWaitid, sqe, op.fd, nullptr, P_PIDFD, 0);
+      sqe->file_index = static_cast<std::uint32_t>(op.waitid.options);
+      sqe->addr2 = reinterpret_cast<std::uintptr_t>(op.waitid.info);
+      return;
     case IoCode::kSqe:
       op.sqe.prepare(op.sqe.ctx, sqe);
       return;
@@ -182,16 +192,16 @@ void UringDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::siz
 }
 
 bool UringDriver::supports(IoCode code) const noexcept {
-  if (code != IoCode::kFtruncate) return true;
+  if (code != IoCode::kFtruncate && code != IoCode::kWaitid) return true;
   // One probe ring, once per process.
-  static const bool has_ftruncate = [] {
+  static const uring::KernelSupport support = [] {
     try {
-      return uring::require_kernel_support().op_ftruncate;
+      return uring::require_kernel_support();
     } catch (...) {
-      return false;
+      return uring::KernelSupport{};
     }
   }();
-  return has_ftruncate;
+  return code == IoCode::kFtruncate ? support.op_ftruncate : support.op_waitid;
 }
 
 Result<int> UringDriver::perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
@@ -200,6 +210,21 @@ Result<int> UringDriver::perform(Fiber* f, const IoOp& op, const IoOptions& opti
   if (op.code == IoCode::kFtruncate && !supports(IoCode::kFtruncate)) [[unlikely]] {
     return ftruncate_on_pool(op.fd, op.length);
   }
+  if (op.code == IoCode::kWaitid && !supports(IoCode::kWaitid)) [[unlikely]] {
+    // A ring without IORING_OP_WAITID: waitid(WNOHANG), else a POLL_ADD on
+    // the pidfd, after which run_io tries again.
+    if (const int now = waitid_now(op); now != -EAGAIN) {
+      return now == 0 ? Result<int>(0) : errno_failure(-now);
+    }
+    IoOp poll(IoCode::kPoll, op.fd);
+    poll.events = POLLIN;
+    if (auto r = issue(f, poll, options); !r) return r;
+    return errno_failure(EINTR);
+  }
+  return issue(f, op, options);
+}
+
+Result<int> UringDriver::issue(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
   UringRequest r(*this, f, op, options);
   park_on_io(r, &publish);
   return io_result(r);

@@ -25,6 +25,8 @@ class UringDriver final : public IoDriver {
   void offload_done(Fiber* fiber) noexcept override;
 
  private:
+  // `op` as one SQE: parks the fiber until its CQE.
+  Result<int> issue(Fiber* f, const IoOp& op, const IoOptions& options) noexcept;
   static void publish(void* request) noexcept;
 
   EventFd& wake_;

@@ -5,8 +5,11 @@
 #include <linux/stat.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
@@ -15,8 +18,10 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime_harness.hpp"
+#include "skip.hpp"
 #include "spindle/base/unique_fd.hpp"
 #include "temp_dir.hpp"
 
@@ -558,6 +563,58 @@ TEST_CASE("io: poll waits for readiness and reports the events", "[io]") {
   });
 }
 
+namespace {
+
+// A child of this process running `args`, and its pidfd.
+struct PlainChild {
+  pid_t pid = -1;
+  UniqueFd pidfd;
+};
+
+PlainChild spawn_plain(std::initializer_list<const char*> args) {
+  std::vector<char*> argv;
+  for (const char* a : args) argv.push_back(const_cast<char*>(a));
+  argv.push_back(nullptr);
+  PlainChild c;
+  REQUIRE(::posix_spawnp(&c.pid, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  c.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0)));
+  REQUIRE(c.pidfd);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("io: waitid waits for a child's exit through its pidfd", "[io]") {
+  if (::access("/bin/sh", X_OK) != 0 || ::access("/bin/sleep", X_OK) != 0) {
+    SPINDLE_SKIP("/bin/sh or /bin/sleep is missing");
+  }
+  spindle::test::on_workers([] {
+    PlainChild c = spawn_plain({"/bin/sh", "-c", "sleep 0.02; exit 7"});
+    siginfo_t info{};
+    REQUIRE(io::waitid(c.pidfd.get(), info, WEXITED));
+    CHECK(info.si_pid == c.pid);
+    CHECK(info.si_code == CLD_EXITED);
+    CHECK(info.si_status == 7);
+    // Waited for already: nothing is left to wait for.
+    auto again = io::waitid(c.pidfd.get(), info, WEXITED);
+    REQUIRE_FALSE(again);
+    CHECK(again.error() == std::errc::no_child_process);
+
+    // A deadline ends the wait and leaves the child running; once killed, it
+    // is waited for.
+    PlainChild s = spawn_plain({"/bin/sleep", "60"});
+    auto timed =
+        io::waitid(s.pidfd.get(), info, WEXITED, {.deadline = spindle::Clock::now() + 10ms});
+    REQUIRE_FALSE(timed);
+    CHECK(timed.error() == spindle::errc::timed_out);
+    REQUIRE(::syscall(SYS_pidfd_send_signal, s.pidfd.get(), SIGKILL, nullptr, 0) == 0);
+    REQUIRE(io::waitid(s.pidfd.get(), info, WEXITED));
+    CHECK(info.si_pid == s.pid);
+    CHECK(info.si_code == CLD_KILLED);
+    CHECK(info.si_status == SIGKILL);
+  });
+}
+
 TEST_CASE("io: nop completes", "[io]") {
   spindle::test::on_workers([] {
     for (int i = 0; i < 100; ++i) REQUIRE(io::nop());
@@ -576,6 +633,7 @@ TEST_CASE("io: every operation has its name for dumps", "[io]") {
   CHECK(std::string_view(io_code_name(IoCode::kFallocate)) == "fallocate");
   CHECK(std::string_view(io_code_name(IoCode::kSplice)) == "splice");
   CHECK(std::string_view(io_code_name(IoCode::kRecvmsg)) == "recvmsg");
+  CHECK(std::string_view(io_code_name(IoCode::kWaitid)) == "waitid");
   CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
   CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
 }

@@ -23,6 +23,7 @@ TEST_CASE("uring probe: require_kernel_support() accepts this kernel", "[uring][
     FAIL(e.what());
   }
   if (test::kernel_at_least(6, 1)) CHECK(support.single_issuer_defer_taskrun);
+  if (test::kernel_at_least(6, 7)) CHECK(support.op_waitid);
   if (test::kernel_at_least(6, 9)) CHECK(support.op_ftruncate);
 }
 

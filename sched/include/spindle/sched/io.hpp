@@ -249,6 +249,18 @@ inline Result<unsigned> poll(int fd, unsigned events, const IoOptions& options =
   return static_cast<unsigned>(*r);
 }
 
+// waitid(2) of P_PIDFD `pidfd`, a child of this process: waits until the
+// child has a state change of `flags` (WEXITED, WSTOPPED, WCONTINUED; with
+// WNOWAIT it stays waitable; never WNOHANG: call waitid(2) for a try) and
+// fills `info` (si_code CLD_EXITED, CLD_KILLED, ...; si_status; si_pid).
+// IORING_OP_WAITID where the ring has it (Linux 6.7); elsewhere a readiness
+// wait on the pidfd and waitid(WNOHANG).
+inline Result<void> waitid(int pidfd, siginfo_t& info, int flags, const IoOptions& options = {}) {
+  detail::IoOp op(detail::IoCode::kWaitid, pidfd);
+  op.waitid = {&info, flags};
+  return detail::void_result(detail::run_io(op, options));
+}
+
 // Completes when the worker next services its backend, after the
 // completions already waiting there.
 inline Result<void> nop() {

@@ -11,6 +11,7 @@ namespace spindle::uring {
 struct KernelSupport {
   bool single_issuer_defer_taskrun = false;  // IORING_SETUP_SINGLE_ISSUER|DEFER_TASKRUN
   bool op_ftruncate = false;                 // IORING_OP_FTRUNCATE (Linux 6.9+)
+  bool op_waitid = false;                    // IORING_OP_WAITID (Linux 6.7+)
 };
 
 // Checks that io_uring is usable and has what spindle needs: IORING_FEAT_NODROP,

@@ -5,6 +5,7 @@
 // it with run_io().
 #pragma once
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -47,7 +48,8 @@ enum class IoCode : std::uint8_t {
   kFallocate,
   kSplice,
   kRecvmsg,
-  kSqe,  // io_op: any SQE, prepared by the caller (io_uring only)
+  kWaitid,  // waitid(2) of a pidfd (P_PIDFD)
+  kSqe,     // io_op: any SQE, prepared by the caller (io_uring only)
 };
 
 // "recv", "fsync", ...: for dumps.
@@ -113,6 +115,10 @@ struct IoOp {
     std::uint64_t offset_out;  // likewise
     unsigned len;
   };
+  struct Waitid {  // fd: the pidfd
+    siginfo_t* info;
+    int options;  // WEXITED, WSTOPPED, WCONTINUED, WNOWAIT; never WNOHANG
+  };
   struct Sqe {
     IoPrepareFn prepare;
     void* ctx;
@@ -142,6 +148,7 @@ struct IoOp {
     Write readv;
     Fallocate fallocate;
     Splice splice;
+    Waitid waitid;
     Sqe sqe;
     bool datasync;         // fsync
     std::uint64_t length;  // ftruncate
