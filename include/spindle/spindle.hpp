@@ -34,6 +34,7 @@
 #include "spindle/net/unix_datagram.hpp"
 #include "spindle/net/unix_listener.hpp"
 #include "spindle/net/unix_stream.hpp"
+#include "spindle/proc/signal_set.hpp"
 #include "spindle/sched/barrier.hpp"
 #include "spindle/sched/broadcast.hpp"
 #include "spindle/sched/channel.hpp"
