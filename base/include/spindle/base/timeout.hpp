@@ -1,8 +1,8 @@
 // Timeout: the per-call limit of a blocking call that takes one. By default a
 // call takes the limit its header names (net/: the runtime's Config,
 // connect_timeout for connect and read_write_timeout for reads and writes,
-// accept waiting forever; spindle::signals: none); a call may pass its own:
-// a duration, an absolute deadline, or never.
+// accept waiting forever; spindle::process and spindle::signals: none); a
+// call may pass its own: a duration, an absolute deadline, or never.
 // A plain value, thread-safe to read; nothing here suspends.
 #pragma once
 
