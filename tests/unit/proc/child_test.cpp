@@ -1,5 +1,6 @@
 // spindle::process: spawn, pipes as streams, exit statuses, waits with
 // deadlines and aborts, kill, and what a destroyed Child does.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -187,6 +188,31 @@ TEST_CASE("process: stdin, stdout and stderr from /dev/null", "[process]") {
     REQUIRE(child->std_out().read_to_end(out));
     CHECK(out == "done\n");
     CHECK(child->wait().value().success());
+  });
+}
+
+TEST_CASE("process: the child gets descriptors 0, 1 and 2 only", "[process]") {
+  spindle::test::require_programs({});
+  spindle::test::on_workers([] {
+    // Not close-on-exec, and still not inherited.
+    const spindle::UniqueFd extra(::fcntl(STDERR_FILENO, F_DUPFD, 50));
+    REQUIRE(extra);
+    const std::string fd = std::to_string(extra.get());
+    auto r = process::output(
+        {"sh", "-c", "for fd in 1 " + fd + "; do test -e /proc/self/fd/$fd && echo $fd; done"});
+    CHECK(r.value().out == "1\n");
+  });
+}
+
+TEST_CASE("process: a write to a child that stopped reading fails with EPIPE", "[process]") {
+  spindle::test::require_programs({});
+  spindle::test::on_workers([] {
+    auto child = process::spawn({"sh", "-c", "exit 0"}, {.std_in = Stdio::kPipe});
+    REQUIRE(child);
+    REQUIRE(child->wait().value().success());
+    auto w = child->std_in().write_all(std::string(100000, 'x'));  // SIGPIPE is ignored
+    REQUIRE_FALSE(w);
+    CHECK(w.error() == std::errc::broken_pipe);
   });
 }
 
