@@ -71,6 +71,26 @@ Claims& claims() {
   return c;
 }
 
+// Why `sig` may not be in a SignalSet; null if it may.
+const char* refusal(int sig) noexcept {
+  switch (sig) {
+    case SIGKILL:
+    case SIGSTOP:
+      return "cannot be blocked";
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+      return "reports a fault, which kills the process while the signal is blocked";
+    default:
+      break;
+  }
+  // The signal for a stalled worker's backtrace (capture_signal() in
+  // sched/src/observe/stall_detector.cpp, documented in docs/debugging.md).
+  if (sig == SIGRTMIN + 5) return "is the stall detector's, which sends it to a stalled worker";
+  return nullptr;
+}
+
 // The set of `numbers`, or std::invalid_argument naming the first that
 // cannot be in one.
 sigset_t make_set(std::initializer_list<int> numbers) {
@@ -80,21 +100,8 @@ sigset_t make_set(std::initializer_list<int> numbers) {
   sigset_t set;
   sigemptyset(&set);
   for (const int sig : numbers) {
-    const char* why = nullptr;
-    switch (sig) {
-      case SIGKILL:
-      case SIGSTOP:
-        why = "cannot be blocked";
-        break;
-      case SIGSEGV:
-      case SIGBUS:
-      case SIGFPE:
-      case SIGILL:
-        why = "reports a fault, which kills the process while the signal is blocked";
-        break;
-      default:
-        if (sigaddset(&set, sig) != 0) why = "is not a signal this process may block";
-    }
+    const char* why = refusal(sig);
+    if (why == nullptr && sigaddset(&set, sig) != 0) why = "is not a signal this process may block";
     if (why != nullptr) {
       throw std::invalid_argument("spindle::signals::SignalSet: " + name(sig) + " " + why);
     }

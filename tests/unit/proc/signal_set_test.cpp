@@ -125,6 +125,7 @@ TEST_CASE("signals: a set of signals that cannot be waited for is refused", "[si
   CHECK_THROWS_WITH(SignalSet({}), Contains("the set of signals is empty"));
   CHECK_THROWS_WITH(SignalSet({SIGKILL}), Contains("SIGKILL cannot be blocked"));
   CHECK_THROWS_WITH(SignalSet({SIGTERM, SIGSEGV}), Contains("SIGSEGV reports a fault"));
+  CHECK_THROWS_WITH(SignalSet({SIGRTMIN + 5}), Contains("SIGRTMIN+5 is the stall detector's"));
   CHECK_THROWS_WITH(SignalSet({0}), Contains("signal 0 is not a signal"));
   CHECK_THROWS_WITH(SignalSet({SIGRTMAX + 1}), Contains("is not a signal"));
   CHECK_FALSE(blocked_here(SIGTERM));  // nothing was blocked

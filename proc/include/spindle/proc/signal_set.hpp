@@ -54,7 +54,7 @@ struct SignalInfo {
 // meanwhile inherited the mask; unblocking in one thread would not undo it),
 // so one that arrives later waits, pending, for the next SignalSet of it.
 //
-// Wait()s may come from any number of fibers at once (each signal goes to
+// wait() may be called by any number of fibers at once (each signal goes to
 // one of them); the object itself is not thread-safe (construct, move and
 // destroy it with no wait in flight).
 class SignalSet {
@@ -62,8 +62,9 @@ class SignalSet {
   // Blocks `numbers` in the calling thread, checks the mask rule and opens
   // the signalfd. Throws std::invalid_argument naming the signal for an
   // empty set, a number that is not a signal, one that cannot be waited for
-  // (SIGKILL, SIGSTOP, and the faults SIGSEGV, SIGBUS, SIGFPE, SIGILL, which
-  // would kill the process if blocked), or one already in another live
+  // (SIGKILL, SIGSTOP, the faults SIGSEGV, SIGBUS, SIGFPE, SIGILL, which
+  // would kill the process if blocked, and SIGRTMIN+5, the stall detector's:
+  // docs/debugging.md), or one already in another live
   // SignalSet (each signal goes to one signalfd reader, so two sets for it
   // would race for every delivery); std::logic_error naming the signal and
   // the thread if a thread does not block the set (then the calling
@@ -74,10 +75,10 @@ class SignalSet {
   // Closes the signalfd and gives its signals up for another SignalSet.
   ~SignalSet();
 
-  // The next signal of the set, oldest first per signal number; several
-  // pending at once come lowest number first (the kernel's order), each
-  // returned once. A standard signal sent again before it was taken is one
-  // signal (the kernel keeps one of each); real-time signals queue. Returns
+  // The next signal of the set, each returned once. Several pending at once
+  // come lowest number first (the kernel's order); a standard signal sent
+  // again before it was taken is one signal (the kernel keeps one of each),
+  // while real-time signals queue and come in the order sent. Returns
   // a pending signal even after the timeout or the scope's deadline has
   // passed. Errors: errc::timed_out (Timeout() waits for ever),
   // errc::aborted (the fiber is aborted, checked first: a signal then stays
