@@ -48,3 +48,7 @@
 #include "spindle/storage/header.hpp"
 #include "spindle/storage/partition.hpp"
 #include "spindle/storage/storage.hpp"
+#include "spindle/tls/context.hpp"
+#include "spindle/tls/error.hpp"
+#include "spindle/tls/kernel_tls.hpp"
+#include "spindle/tls/stream.hpp"
