@@ -41,11 +41,12 @@ Status status_for(Route r) {
   return Status::kNotFound;
 }
 
-// Sends `out`, then closes our side first (FIN) and drains what the client
-// still sends until it closes too: closing with unread input (or, with zero
-// linger, at once) would reset the connection and could destroy the
-// response before the client read it.
-void finish(net::TcpStream& stream, std::string& out) {
+// Sends `out`, then closes our side first (FIN; over TLS, close_notify
+// first) and drains what the client still sends until it closes too:
+// closing with unread input (or, with zero linger, at once) would reset the
+// connection and could destroy the response before the client read it.
+template <class Stream>
+void finish(Stream& stream, std::string& out) {
   if (!out.empty() && !stream.write_all(out)) return;
   if (!stream.shutdown(net::Shutdown::kWrite)) return;
   const auto deadline = net::Timeout::at(Clock::now() + kLingerTime);
@@ -69,7 +70,8 @@ net::Timeout read_timeout(const ServerOptions& options, const std::optional<Dead
 
 }  // namespace
 
-void serve(net::TcpStream& stream, const ServerOptions& options) {
+template <class Stream>
+void serve(Stream& stream, const ServerOptions& options) {
   std::string out;
   for (;;) {
     // When this request's first byte arrived (at the latest), once it has.
@@ -135,5 +137,8 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
     }
   }
 }
+
+template void serve(net::TcpStream&, const ServerOptions&);
+template void serve(tls::TlsStream&, const ServerOptions&);
 
 }  // namespace spindle::apps::http

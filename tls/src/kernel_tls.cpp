@@ -46,7 +46,7 @@ KernelTls probe() {
   }
   if (::setsockopt(fd.get(), SOL_TCP, TCP_ULP, kUlp, sizeof kUlp) == 0 || errno == ENOTCONN)
     return {true, {}};
-  if (errno == ENOENT) return {false, "the kernel has no tls ULP (module tls not loaded)"};
+  if (errno == ENOENT) return {false, "the kernel has no tls ULP: module tls is not loaded"};
   return {false,
           fmt::format("the kernel refuses the tls ULP: {}", std::system_category().message(errno))};
 #endif
@@ -118,7 +118,7 @@ const KernelTls& kernel_tls() {
     runtime_log(LogLevel::kInfo,
                 k.available ? std::string("tls: kernel TLS offload available: the kernel encrypts "
                                           "what a connection sends once its handshake is done")
-                            : fmt::format("tls: kernel TLS offload unavailable ({}); records are "
+                            : fmt::format("tls: kernel TLS offload unavailable: {}; records are "
                                           "encrypted in user space",
                                           k.reason));
     return k;

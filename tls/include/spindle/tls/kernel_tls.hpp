@@ -10,8 +10,8 @@ namespace spindle::tls {
 
 struct KernelTls {
   bool available = false;
-  // Why not, when it is not ("the kernel has no tls ULP (TCP_ULP: No such
-  // file or directory)"); empty otherwise.
+  // Why not, when it is not ("the kernel has no tls ULP: module tls is not
+  // loaded"); empty otherwise.
   std::string reason;
 };
 
