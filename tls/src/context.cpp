@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
@@ -168,6 +169,9 @@ std::shared_ptr<detail::ContextState> make(const ContextOptions& o, bool server)
       throw std::bad_alloc();
   }
   if (o.kernel_offload == KernelOffload::kAuto) (void)kernel_tls();  // logs the answer once
+  // Certificate checks call gmtime_r, whose first call in a process reads
+  // /etc/localtime: have it read now, off the workers, not in a handshake.
+  ::tzset();
   ERR_clear_error();
   return state;
 }
