@@ -74,6 +74,20 @@ std::string request_head(const Url& url, std::string_view method,
   return head;
 }
 
+// The TLS context for `url`: the options', or for https:// the default one
+// (null for http://, which needs none).
+Result<const tls::Context*> tls_context(const ClientOptions& options, const Url& url) {
+  if (options.tls) return &*options.tls;
+  if (!url.https) return nullptr;
+  try {
+    return &default_tls_context();
+  } catch (const std::system_error& e) {  // the blocking pool's join: aborted
+    return failure(e.code());
+  } catch (const std::invalid_argument&) {
+    return failure(errc::no_ca_store);
+  }
+}
+
 // One request and its reply, on a pooled connection if `pool` has one.
 Result<Response> exchange(detail::Pool* pool, const ClientOptions& options, const Url& url,
                           std::string_view method, const std::vector<Header>& headers,
@@ -85,8 +99,9 @@ Result<Response> exchange(detail::Pool* pool, const ClientOptions& options, cons
     if (pool && first) conn = pool->take(origin);
     const bool reused = conn.has_value();
     if (!conn) {
-      const tls::Context& tls = options.tls ? *options.tls : default_tls_context();
-      auto opened = detail::Connection::open(url, tls, deadline);
+      auto tls = tls_context(options, url);
+      if (!tls) return failure(tls.error());
+      auto opened = detail::Connection::open(url, *tls, deadline);
       if (!opened) return failure(opened.error());
       if (pool) pool->count_opened();
       conn.emplace(std::move(*opened));
@@ -167,11 +182,12 @@ std::optional<Connection> Pool::take(const std::string& origin) {
 }
 
 void Pool::give(const std::string& origin, Connection connection) {
+  if (options_.max_idle_per_origin == 0) return;  // closed
   connection.idle_since = Clock::now();
   std::lock_guard guard(lock_);
   auto& conns = idle_[origin];
   if (conns.size() >= options_.max_idle_per_origin) conns.erase(conns.begin());  // the oldest
-  if (options_.max_idle_per_origin > 0) conns.push_back(std::move(connection));
+  conns.push_back(std::move(connection));
 }
 
 std::size_t Pool::idle() const {

@@ -87,7 +87,7 @@ Result<Response> read_reply(Stream& stream, bool head, std::size_t body_limit, D
 
 }  // namespace
 
-Result<Connection> Connection::open(const Url& url, const tls::Context& tls, Deadline deadline) {
+Result<Connection> Connection::open(const Url& url, const tls::Context* tls, Deadline deadline) {
   auto addresses =
       this_fiber::with_deadline(deadline, [&] { return net::resolve(url.host, url.port); });
   if (!addresses) return failure(addresses.error());
@@ -99,7 +99,8 @@ Result<Connection> Connection::open(const Url& url, const tls::Context& tls, Dea
   }
   if (!tcp) return failure(tcp.error());
   if (!url.https) return Connection(std::move(*tcp));
-  auto secure = tls::TlsStream::connect(tls, std::move(*tcp), url.host, net::Timeout::at(deadline));
+  auto secure =
+      tls::TlsStream::connect(*tls, std::move(*tcp), url.host, net::Timeout::at(deadline));
   if (!secure) return failure(secure.error());
   return Connection(std::move(*secure));
 }

@@ -24,10 +24,11 @@ struct ReplyState {
 class Connection {
  public:
   // Resolves url.host, connects to the first of its addresses that answers,
-  // and for https:// completes a handshake with `tls` (the server's
-  // certificate checked against url.host when `tls` verifies).
+  // and for https:// completes a handshake with `*tls` (the server's
+  // certificate checked against url.host when it verifies; `tls` may be
+  // null for http://).
   // Suspends: for the lookup, the connect and the handshake.
-  static Result<Connection> open(const Url& url, const tls::Context& tls, Deadline deadline);
+  static Result<Connection> open(const Url& url, const tls::Context* tls, Deadline deadline);
 
   // Sends `head` and `body`.
   // Suspends: until they are with the kernel.

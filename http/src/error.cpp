@@ -22,6 +22,8 @@ class HttpCategory final : public std::error_category {
         return "http: the server's reply is not HTTP/1.x";
       case errc::closed_early:
         return "http: the server closed the connection before its reply was whole";
+      case errc::no_ca_store:
+        return "http: no system CA store to verify https:// servers (set ClientOptions::tls)";
     }
     return "http: unknown error";
   }

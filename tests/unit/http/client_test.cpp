@@ -99,6 +99,19 @@ TEST_CASE("a pooled connection the server closed is replaced for an idempotent r
   });
 }
 
+TEST_CASE("a client with no idle connections allowed opens one per request", "[http][client]") {
+  spindle::test::on_workers(
+      [] {
+        ScriptedServer server(answer_each(std::string(kHello)));
+        http::Client client({.max_idle_per_origin = 0});
+        CHECK(client.get(server.url()).value().body == "hello");
+        CHECK(client.get(server.url()).value().body == "hello");
+        CHECK(client.connections_opened() == 2);
+        CHECK(client.idle_connections() == 0);
+      },
+      {1});
+}
+
 TEST_CASE("redirects are returned unless asked for, and then followed", "[http][client]") {
   spindle::test::on_workers([] {
     ScriptedServer server([](net::TcpStream& s) {

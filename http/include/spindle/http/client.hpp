@@ -66,7 +66,7 @@ class Client {
 
   // Sends `request` and reads the reply. Errors: errc (bad_url,
   // too_many_redirects, body_too_large, header_too_large,
-  // malformed_response, closed_early), net::resolve's, TcpStream's
+  // malformed_response, closed_early, no_ca_store), net::resolve's, TcpStream's
   // (errno, errc::timed_out, errc::aborted), TlsStream's (a refused
   // certificate: tls::verify_category()).
   // Suspends: until the reply is read, an error, the timeout or an abort.

@@ -10,9 +10,10 @@ enum class errc : int {
   bad_url = 1,         // not an http:// or https:// URL the client can use
   too_many_redirects,  // more redirects than RequestOptions::max_redirects
   body_too_large,      // the response body passes RequestOptions::body_limit
-  header_too_large,    // the response's status line and headers pass 64 KiB
+  header_too_large,    // the status line and headers do not fit the stream buffer (16 KiB over TLS)
   malformed_response,  // the server's reply is not HTTP/1.x
   closed_early,        // the server closed the connection before the reply was whole
+  no_ca_store,         // https:// without ClientOptions::tls, and no system CA store
 };
 
 const std::error_category& http_category() noexcept;
