@@ -41,7 +41,7 @@ struct KernelItem {
   std::string bytes;
 };
 
-// Used by one fiber at a time, the stream's (through the OpenSSL call it makes).
+// Not thread-safe: the stream's OpenSSL lock guards it (Session::ssl_lock).
 class Transport {
  public:
   Transport();
@@ -69,9 +69,13 @@ class Transport {
 
   // What OpenSSL wrote: user-space records, then (kernel offload) the steps
   // for the kernel.
-  std::string& cipher() noexcept { return cipher_; }
-  std::vector<KernelItem>& kernel() noexcept { return kernel_; }
   bool has_output() const noexcept { return !cipher_.empty() || !kernel_.empty(); }
+  // Moves what OpenSSL wrote into `cipher` and `kernel` (both empty), leaving
+  // their capacity here for OpenSSL's next writes.
+  void take_output(std::string& cipher, std::vector<KernelItem>& kernel) noexcept {
+    cipher_.swap(cipher);
+    kernel_.swap(kernel);
+  }
 
   // Accept the send keys when OpenSSL offers them: the socket has the tls ULP.
   void allow_kernel_send() noexcept { kernel_allowed_ = true; }

@@ -80,6 +80,43 @@ TEST_CASE("megabytes cross a TLS stream both ways at once", "[tls][stream]") {
   });
 }
 
+TEST_CASE("one fiber reads a TLS stream while another writes it, on both sides at once",
+          "[tls][stream]") {
+  const auto server_ctx = spindle::test::server_context();
+  const auto client_ctx = spindle::test::client_context();
+  spindle::test::on_workers([=] {
+    auto [client, server] = spindle::test::tls_pair(server_ctx, client_ctx);
+    // Each side sends 2 MiB while it receives 2 MiB: neither finishes its
+    // writes unless its reads go on meanwhile (the socket buffers fill).
+    std::vector<char> up(2 << 20), down(2 << 20);
+    std::iota(up.begin(), up.end(), 1);
+    std::iota(down.begin(), down.end(), 7);
+    auto send = [](tls::TlsStream& s, const std::vector<char>& data) {
+      return spindle::spawn([&s, &data] {
+        for (std::size_t off = 0; off < data.size(); off += 100'000) {
+          const std::size_t n = std::min<std::size_t>(100'000, data.size() - off);
+          s.write_all(std::string_view(data.data() + off, n)).value();
+        }
+      });
+    };
+    auto receive = [](tls::TlsStream& s, const std::vector<char>& expected) {
+      return spindle::spawn([&s, &expected] {
+        std::vector<char> got(expected.size());
+        s.read_exact(got).value();
+        return got == expected;
+      });
+    };
+    auto client_send = send(client, up);
+    auto server_send = send(server, down);
+    auto server_receive = receive(server, up);
+    auto client_receive = receive(client, down);
+    client_send.join().value();
+    server_send.join().value();
+    CHECK(server_receive.join().value());
+    CHECK(client_receive.join().value());
+  });
+}
+
 TEST_CASE("a TLS stream's buffer: peek, fill and consume", "[tls][stream]") {
   const auto server_ctx = spindle::test::server_context();
   const auto client_ctx = spindle::test::client_context();

@@ -18,9 +18,13 @@ namespace detail {
 struct Session;
 }
 
-// Fiber-only, and used by one fiber at a time: unlike TcpStream's, its read
-// and write halves share OpenSSL's session state, so a fiber reading and
-// another writing at once is not allowed.
+// Fiber-only (it may move between fibers and workers). Not thread-safe, with
+// TcpStream's exception: the read half (read, read_exact, fill, peek,
+// consume) and the write half (write_all, shutdown) are independent, so one
+// fiber may read while another writes. They share OpenSSL's session under
+// a lock held only around each OpenSSL call; what either half makes OpenSSL
+// send (the reader's reply to a key update, say) goes out in order under the
+// write half's lock, which a write holds while its bytes are sent.
 //
 // OpenSSL never touches the socket: it reads ciphertext from the TcpStream's
 // read buffer and writes it into memory, and the stream moves those bytes
