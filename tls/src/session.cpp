@@ -89,13 +89,7 @@ Result<Session::Outcome> Session::drive(Half half, Op op, Deadline deadline, std
       output = transport.has_output();
     }
     if (output) {
-      Result<void> sent;
-      if (half == Half::kWrite) {
-        sent = send_locked(deadline);
-      } else {
-        std::lock_guard guard(send_lock);
-        sent = send_locked(deadline);
-      }
+      auto sent = half == Half::kWrite ? send_locked(deadline) : send_for_reader(deadline);
       if (!sent && !failed) return failure(sent.error());
     }
     if (failed) return failure(failed);
@@ -144,6 +138,20 @@ Result<void> Session::send_locked(Deadline deadline) {
   }
   if (!sent) write_poisoned = true;
   return sent;
+}
+
+Result<void> Session::send_for_reader(Deadline deadline) {
+  // A writer may hold the lock while its records wait for the peer: wait for
+  // it only as long as this read may take.
+  auto locked = send_lock.try_lock_until(deadline);
+  if (!locked || !*locked) {
+    // The output stays queued for the next sender; this read's plaintext, if
+    // any, is lost with its call.
+    read_poisoned = true;
+    return failure(locked ? make_error_code(spindle::errc::timed_out) : locked.error());
+  }
+  std::lock_guard guard(send_lock, std::adopt_lock);
+  return send_locked(deadline);
 }
 
 Result<void> Session::handshake(Deadline deadline) {

@@ -104,6 +104,9 @@ struct Session {
   Result<Outcome> drive(Half half, Op op, Deadline deadline, std::error_code eof);
   // Sends what OpenSSL wrote; send_lock held. Poisons the write half on failure.
   Result<void> send_locked(Deadline deadline);
+  // send_locked() for a reading call, which takes send_lock by its deadline
+  // (or poisons the read half). Suspends: for the lock, then as send_locked.
+  Result<void> send_for_reader(Deadline deadline);
 };
 
 }  // namespace spindle::tls::detail
