@@ -3,13 +3,15 @@
 # Skips packages already installed; uses sudo when not run as root.
 set -euo pipefail
 
-# The build's tools and libraries, then the clients the tests drive (gdb,
-# curl, wrk, redis-cli and redis-benchmark): without them those tests skip.
+# The build's tools and libraries, then the programs the tests drive (gdb,
+# curl, wrk, redis-cli and redis-benchmark, and openssl, which also makes the
+# TLS tests' certificates): without them those tests skip.
 packages=(
   g++ cmake ninja-build pkg-config
   liburing-dev libboost-context-dev libboost-fiber-dev libboost-dev
   libfmt-dev libcli11-dev catch2 prometheus-cpp-dev libboost-stacktrace-dev nlohmann-json3-dev
-  gdb curl wrk redis-tools
+  libssl-dev
+  gdb curl wrk redis-tools openssl
 )
 if [[ "${SPINDLE_BOOTSTRAP_EXTRA:-}" != "" ]]; then
   read -r -a extra <<<"$SPINDLE_BOOTSTRAP_EXTRA"

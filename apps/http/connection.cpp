@@ -4,6 +4,7 @@
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cerrno>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,8 @@ constexpr std::size_t kFlushAt = 64 * 1024;
 // dropping) while the client notices the close.
 constexpr auto kLingerTime = std::chrono::seconds(2);
 constexpr std::size_t kLingerBytes = 4 * 1024 * 1024;
+// A file served over TLS in user space is read and encrypted this much at a time.
+constexpr std::size_t kFilePiece = 64 * 1024;
 
 Status status_for(const boost::beast::error_code& ec) {
   if (ec == beast_http::error::header_limit) return Status::kHeaderFieldsTooLarge;
@@ -43,11 +46,12 @@ Status status_for(Route r) {
   return Status::kNotFound;
 }
 
-// Sends `out`, then closes our side first (FIN) and drains what the client
-// still sends until it closes too: closing with unread input (or, with zero
-// linger, at once) would reset the connection and could destroy the
-// response before the client read it.
-void finish(net::TcpStream& stream, std::string& out) {
+// Sends `out`, then closes our side first (FIN; over TLS, close_notify
+// first) and drains what the client still sends until it closes too:
+// closing with unread input (or, with zero linger, at once) would reset the
+// connection and could destroy the response before the client read it.
+template <class Stream>
+void finish(Stream& stream, std::string& out) {
   if (!out.empty() && !stream.write_all(out)) return;
   if (!stream.shutdown(net::Shutdown::kWrite)) return;
   const auto deadline = net::Timeout::at(Clock::now() + kLingerTime);
@@ -69,13 +73,38 @@ net::Timeout read_timeout(const ServerOptions& options, const std::optional<Dead
   return net::Timeout::at(deadline);
 }
 
+// A file's body, `size` bytes: spliced from the file straight into the socket.
+bool send_body(net::TcpStream& stream, fs::File& file, std::uint64_t size) {
+  auto sent = fs::send_file(file, 0, size, stream.native_handle());
+  return sent && *sent == size;
+}
+
+// Over TLS: spliced too where the kernel encrypts what the stream sends;
+// otherwise read a piece at a time and encrypted by the stream.
+bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size) {
+  if (stream.kernel_offload()) {
+    auto sent = fs::send_file(file, 0, size, stream.native_handle());
+    return sent && *sent == size;
+  }
+  const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(size, kFilePiece));
+  const auto buf = std::make_unique_for_overwrite<std::byte[]>(piece);
+  for (std::uint64_t offset = 0; offset < size;) {
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(piece, size - offset));
+    auto n = file.pread({buf.get(), want}, offset);
+    if (!n || *n == 0) return false;  // an error, or the file shrank below its announced length
+    if (!stream.write_all(std::span<const std::byte>(buf.get(), *n))) return false;
+    offset += *n;
+  }
+  return true;
+}
+
 // Answers a request for the file at `path` under `root`: an error response
 // into `out`; for a file, its headers, then (unless HEAD) `out` sent and the
-// body spliced from the file straight into the socket. False when the
-// connection cannot go on: a send failed, or the file ended before the
-// length its headers announced.
-bool respond_file(net::TcpStream& stream, std::string& out, const StaticRoot& root,
-                  const std::string& path, const ResponseShape& shape) {
+// body (send_body). False when the connection cannot go on: a send failed,
+// or the file ended before the length its headers announced.
+template <class Stream>
+bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, const std::string& path,
+                  const ResponseShape& shape) {
   StaticFile found = root.find(path);
   if (found.status != Status::kOk) {
     append_response(out, found.status, shape);
@@ -85,13 +114,13 @@ bool respond_file(net::TcpStream& stream, std::string& out, const StaticRoot& ro
   if (shape.head || found.size == 0) return true;
   if (!stream.write_all(out)) return false;
   out.clear();
-  auto sent = fs::send_file(found.file, 0, found.size, stream.native_handle());
-  return sent && *sent == found.size;
+  return send_body(stream, found.file, found.size);
 }
 
 }  // namespace
 
-void serve(net::TcpStream& stream, const ServerOptions& options) {
+template <class Stream>
+void serve(Stream& stream, const ServerOptions& options) {
   std::string out;
   for (;;) {
     // When this request's first byte arrived (at the latest), once it has.
@@ -160,5 +189,8 @@ void serve(net::TcpStream& stream, const ServerOptions& options) {
     }
   }
 }
+
+template void serve(net::TcpStream&, const ServerOptions&);
+template void serve(tls::TlsStream&, const ServerOptions&);
 
 }  // namespace spindle::apps::http

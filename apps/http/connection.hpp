@@ -1,10 +1,12 @@
-// One HTTP/1.1 connection of spindle-http: keep-alive, pipelining, limits.
+// One HTTP/1.1 connection of spindle-http: keep-alive, pipelining, limits,
+// over plain TCP or TLS.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 
 #include "spindle/net/stream.hpp"
+#include "spindle/tls/stream.hpp"
 #include "static_root.hpp"
 
 namespace spindle::apps::http {
@@ -26,14 +28,19 @@ struct ServerOptions {
 };
 
 // Serves requests on `stream` until the client closes, an error, the idle or
-// request timeout, or end of input. Requests are parsed in place from the stream's
-// read buffer; the responses to every request already received go out in one
-// write (pipelining). A malformed request gets 400, oversized ones 431/413,
-// and the connection is then closed after the response, as it is after
-// "Connection: close". A stop (ConnectionSet::stop shuts the read side down)
-// is end of input: every request the kernel already holds is answered, then
-// the connection closes. Fiber-only.
-// Suspends: in reads and writes of `stream`.
-void serve(net::TcpStream& stream, const ServerOptions& options);
+// request timeout, or end of input. `Stream` is net::TcpStream or
+// tls::TlsStream (the calls are resolved at compile time: a plain connection
+// pays nothing for TLS). Requests are parsed in place from the stream's read
+// buffer (the TlsStream's holds plaintext); the responses to every request already received go out
+// in one write (pipelining). A malformed request gets 400, oversized ones 431/413, and the
+// connection is then closed after the response, as it is after "Connection: close". A stop
+// (ConnectionSet::stop shuts the read side down) is end of input: every request the kernel already
+// holds is answered, then the connection closes. Fiber-only. Suspends: in reads and writes of
+// `stream`.
+template <class Stream>
+void serve(Stream& stream, const ServerOptions& options);
+
+extern template void serve(net::TcpStream&, const ServerOptions&);
+extern template void serve(tls::TlsStream&, const ServerOptions&);
 
 }  // namespace spindle::apps::http
