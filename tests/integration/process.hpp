@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -137,6 +138,18 @@ class Process {
   const std::string& out() const { return out_text_; }
   const std::string& err() const { return err_text_; }
 
+  // How the process ended, once wait() has returned: "exited with 1",
+  // "killed by SIGSEGV", "killed after the timeout".
+  std::string ending() const {
+    if (!status_) return "still running";
+    if (killed_) return "killed after the timeout";
+    if (WIFSIGNALED(*status_)) {
+      const char* name = ::sigabbrev_np(WTERMSIG(*status_));
+      return std::string("killed by SIG") + (name ? name : "?");
+    }
+    return "exited with " + std::to_string(WEXITSTATUS(*status_));
+  }
+
  private:
   std::optional<std::string> wait_for_line_in(const std::string& text, std::string_view marker,
                                               Ms timeout) {
@@ -226,10 +239,14 @@ class Server {
   }
   Process& process() { return process_; }
 
-  // Sends `sig` and waits for the exit code (nullopt if killed after the timeout).
+  // Sends `sig` and waits for the exit code (nullopt if killed after the
+  // timeout or by a signal). Unless it is 0, the next assertion reports how
+  // the server ended and what it wrote to stderr.
   std::optional<int> stop(int sig = SIGTERM, Ms timeout = Ms(15'000)) {
     process_.signal(sig);
-    return process_.wait(timeout);
+    const auto code = process_.wait(timeout);
+    if (code != 0) UNSCOPED_INFO("server " << process_.ending() << ", stderr:\n" << process_.err());
+    return code;
   }
 
  private:

@@ -65,8 +65,14 @@ class Server {
   // Everything the server wrote to stderr so far.
   std::string log() const { return slurp(stderr_path_); }
 
-  // SIGTERM (a clean stop: the log is written and synced) or SIGKILL.
-  int stop() { return kill(SIGTERM); }
+  // SIGTERM (a clean stop: the log is written and synced) or SIGKILL: the
+  // wait status. Unless a SIGTERM ends in exit code 0, the next assertion
+  // reports the server's stderr.
+  int stop() {
+    const int status = kill(SIGTERM);
+    if (status != 0) UNSCOPED_INFO("server wait status " << status << ", stderr:\n" << log());
+    return status;
+  }
   int kill(int sig) {
     REQUIRE(pid_ > 0);
     ::kill(pid_, sig);
