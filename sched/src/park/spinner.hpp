@@ -87,6 +87,7 @@ class Spinner {
   static std::uint64_t iterations_per_us();
 
  private:
+  std::uint64_t step(std::uint64_t fraction) const noexcept;
   void on_hit();
   void on_miss();
 

@@ -62,7 +62,7 @@ TEST_CASE("spinner: a hit grows the budget by a quarter", "[spinner]") {
   Spinner s(kWide);
   const std::uint64_t b0 = s.budget();
   REQUIRE(s.spin([] { return true; }));
-  REQUIRE(s.budget() == std::min(b0 + b0 / 4, s.max_budget()));
+  REQUIRE(s.budget() == std::min(b0 + std::max<std::uint64_t>(b0 / 4, 1), s.max_budget()));
   REQUIRE(s.budget() > b0);
 }
 
@@ -73,7 +73,8 @@ TEST_CASE("spinner: a miss shrinks the budget by an eighth toward the floor", "[
   REQUIRE(b0 == s.max_budget());
   const std::uint64_t floor = s.near_miss_floor() - s.near_miss_floor() / 16;
   REQUIRE_FALSE(s.spin([] { return false; }));
-  REQUIRE(s.budget() == std::max(b0 - b0 / 8, std::max(floor, s.min_budget())));
+  REQUIRE(s.budget() ==
+          std::max(b0 - std::max<std::uint64_t>(b0 / 8, 1), std::max(floor, s.min_budget())));
   REQUIRE(s.budget() < b0);
 }
 
@@ -96,14 +97,14 @@ TEST_CASE("spinner: a quick wake grows the budget and raises the floor", "[spinn
   const std::uint64_t b0 = s.budget();
   const std::uint64_t f0 = s.near_miss_floor();
   s.on_wake(microseconds(40));
-  REQUIRE(s.budget() == std::min(b0 + b0 / 2, s.max_budget()));
+  REQUIRE(s.budget() == std::min(b0 + std::max<std::uint64_t>(b0 / 2, 1), s.max_budget()));
   REQUIRE(s.budget() > b0);
   REQUIRE(s.near_miss_floor() == std::min((3 * f0 + 40 * ipu) / 4, s.max_budget()));
   REQUIRE(s.near_miss_floor() > f0);
   // Exactly quick_wake still counts as quick.
   const std::uint64_t b1 = s.budget();
   s.on_wake(microseconds(50));
-  REQUIRE(s.budget() == std::min(b1 + b1 / 2, s.max_budget()));
+  REQUIRE(s.budget() == std::min(b1 + std::max<std::uint64_t>(b1 / 2, 1), s.max_budget()));
 }
 
 TEST_CASE("spinner: a slow wake changes nothing", "[spinner]") {
