@@ -28,6 +28,7 @@
 
 #include "spindle/base/lock_guard.hpp"
 #include "spindle/base/thread_mutex.hpp"
+#include "spindle/sched/config.hpp"
 #include "spindle/sched/io.hpp"
 #include "spindle/sched/this_fiber.hpp"
 #include "thread_masks.hpp"
@@ -85,9 +86,8 @@ const char* refusal(int sig) noexcept {
     default:
       break;
   }
-  // The signal for a stalled worker's backtrace (capture_signal() in
-  // sched/src/observe/stall_detector.cpp, documented in docs/debugging.md).
-  if (sig == SIGRTMIN + 5) return "is the stall detector's, which sends it to a stalled worker";
+  if (sig == stall_capture_signal())
+    return "is the stall detector's, which sends it to a stalled worker";
   return nullptr;
 }
 

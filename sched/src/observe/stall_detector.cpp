@@ -15,13 +15,15 @@
 #include "core/worker.hpp"
 #include "observe/symbolize.hpp"
 
-namespace spindle::detail {
+namespace spindle {
+
+int stall_capture_signal() noexcept { return SIGRTMIN + 5; }
+
+namespace detail {
 namespace {
 
 // How long the watchdog waits for a stalled worker's signal handler.
 constexpr auto kCaptureWait = std::chrono::milliseconds(100);
-
-int capture_signal() noexcept { return SIGRTMIN + 5; }
 
 struct Frames {
   void** out;
@@ -81,7 +83,7 @@ void install_capture_handler() {
     sa.sa_handler = &on_capture_signal;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    ::sigaction(capture_signal(), &sa, nullptr);
+    ::sigaction(stall_capture_signal(), &sa, nullptr);
   });
 }
 
@@ -100,7 +102,7 @@ struct Stall {
 void capture(WorkerRemote* w, Stall& stall) {
   StallProbe& p = w->stall_probe();
   p.request.store(stall.turns, std::memory_order_release);
-  if (::pthread_kill(p.thread, capture_signal()) != 0) return;
+  if (::pthread_kill(p.thread, stall_capture_signal()) != 0) return;
   const auto limit = std::chrono::steady_clock::now() + kCaptureWait;
   while (p.done.load(std::memory_order_acquire) != stall.turns) {
     if (std::chrono::steady_clock::now() > limit) return;
@@ -202,4 +204,5 @@ void StallDetector::run() {
   }
 }
 
-}  // namespace spindle::detail
+}  // namespace detail
+}  // namespace spindle

@@ -101,4 +101,8 @@ struct Config {
   void validate();
 };
 
+// The signal the stall detector sends a stalled worker for its backtrace
+// (SIGRTMIN + 5), whose handler the runtime installs: not for other uses.
+int stall_capture_signal() noexcept;
+
 }  // namespace spindle
