@@ -11,7 +11,6 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -150,10 +149,6 @@ int main(int argc, char** argv) {
   const kv::Timeouts timeouts{.idle = flags.idle_timeout(),
                               .command = spindle::apps::seconds(command_s)};
 
-  // The stop line goes to stdout, which may be a pipe no longer read (a
-  // supervisor that read the banner): writing it must fail, not kill the
-  // server before its log is written and synced.
-  std::signal(SIGPIPE, SIG_IGN);
   Store store(store_flags);
   const spindle::apps::ServerHooks hooks{.acceptor_name = "kv-acceptor",
                                          .start = [&] { return store.start(); },

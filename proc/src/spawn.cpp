@@ -73,20 +73,6 @@ void require_waitable_children() {
   }
 }
 
-// Once per process: SIGPIPE from SIG_DFL to SIG_IGN (spawn.hpp says why).
-void ignore_sigpipe() noexcept {
-  static const bool done = [] {
-    struct sigaction sa{};
-    if (::sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL &&
-        (sa.sa_flags & SA_SIGINFO) == 0) {
-      sa.sa_handler = SIG_IGN;
-      ::sigaction(SIGPIPE, &sa, nullptr);
-    }
-    return true;
-  }();
-  (void)done;
-}
-
 // The child's environment (Options::inherit_env, Options::env).
 std::vector<std::string> environment(const Options& options) {
   std::vector<std::string> env;
@@ -197,7 +183,6 @@ Result<Child> spawn(const std::vector<std::string>& argv, const Options& options
   auto fail = [&](int err) { return failure(detail::spawn_error(err, what)); };
 
   const std::array<Stdio, 3> kinds{options.std_in, options.std_out, options.std_err};
-  if (kinds[0] == Stdio::kPipe) ignore_sigpipe();
   const bool nonblocking = current_runtime().io_backend() == "epoll";
   std::array<Stream, 3> streams;
   for (int target = 0; target < 3; ++target) {

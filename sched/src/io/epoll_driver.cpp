@@ -46,7 +46,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -158,25 +157,13 @@ bool file_transfer(IoCode code) noexcept {
   return code == IoCode::kRead || code == IoCode::kReadv || code == IoCode::kWrite;
 }
 
-// splice(2) of `op` with `flags` added. A SIGPIPE it raises (a reader gone:
-// EPIPE) is taken back on this thread instead of killing the process.
+// splice(2) of `op` with `flags` added.
 int splice_now(const IoOp& op, unsigned flags) noexcept {
   loff_t in = static_cast<loff_t>(op.splice.offset_in);
   loff_t out = static_cast<loff_t>(op.splice.offset_out);
-  sigset_t pipe_signal, old;
-  ::sigemptyset(&pipe_signal);
-  ::sigaddset(&pipe_signal, SIGPIPE);
-  ::pthread_sigmask(SIG_BLOCK, &pipe_signal, &old);
-  const int r =
-      sys(::splice(op.fd, op.splice.offset_in == io::kStreamOffset ? nullptr : &in,
-                   op.splice.fd_out, op.splice.offset_out == io::kStreamOffset ? nullptr : &out,
-                   op.splice.len, op.splice.flags | flags));
-  if (r == -EPIPE && ::sigismember(&old, SIGPIPE) == 0) {
-    const timespec none{};
-    (void)::sigtimedwait(&pipe_signal, nullptr, &none);
-  }
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return r;
+  return sys(::splice(op.fd, op.splice.offset_in == io::kStreamOffset ? nullptr : &in,
+                      op.splice.fd_out, op.splice.offset_out == io::kStreamOffset ? nullptr : &out,
+                      op.splice.len, op.splice.flags | flags));
 }
 
 // One try that does not block: the result, or -errno (-EAGAIN: not ready).

@@ -118,9 +118,7 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
                               static_cast<off_t>(op.fallocate.length));
       return;
     case IoCode::kSplice:
-      // kStreamOffset is the ring's -1: no offset. The kernel always runs a
-      // splice on an io-wq thread, whose signals are blocked: a SIGPIPE from
-      // a reader gone is never delivered.
+      // kStreamOffset is the ring's -1: no offset.
       io_uring_prep_splice(sqe, op.fd, static_cast<std::int64_t>(op.splice.offset_in),
                            op.splice.fd_out, static_cast<std::int64_t>(op.splice.offset_out),
                            op.splice.len, op.splice.flags);

@@ -48,6 +48,7 @@
 
 #include "spindle/sched/runtime.hpp"
 
+#include <csignal>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -98,6 +99,18 @@ bool describe_overflow(const void* addr, char* out, std::size_t cap) {
   put('\'');
   out[pos] = '\0';
   return true;
+}
+
+// SIGPIPE from its default action (killing the process) to SIG_IGN, so that
+// a write into a pipe or socket whose reader is gone fails with EPIPE. A
+// disposition the program chose stays.
+void ignore_broken_pipes() noexcept {
+  struct sigaction sa{};
+  if (::sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_DFL &&
+      (sa.sa_flags & SA_SIGINFO) == 0) {
+    sa.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &sa, nullptr);
+  }
 }
 
 void worker_thread(std::shared_ptr<Scheduler> s, std::size_t index) {
@@ -172,6 +185,7 @@ void run_root(const std::shared_ptr<Scheduler>& s, Fiber* root, LiveScheduler* l
   try {
     static std::once_flag handler_once;
     std::call_once(handler_once, [] { fiber::install_overflow_handler(&describe_overflow); });
+    ignore_broken_pipes();
     w0.emplace(*s, Placement::kPool, 0);
   } catch (...) {
     abandon(std::current_exception());

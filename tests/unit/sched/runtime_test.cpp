@@ -1,3 +1,5 @@
+#include <signal.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
@@ -22,6 +24,33 @@ TEST_CASE("run returns the root's value, and void roots work", "[runtime]") {
   auto p = rt.run([] { return std::make_unique<int>(5); });
   REQUIRE(p);
   CHECK(*p == 5);
+}
+
+namespace {
+void on_broken_pipe(int) {}
+
+// SIGPIPE's disposition after `before` was set and a runtime ran.
+struct sigaction pipe_action_after_run(const struct sigaction& before) {
+  REQUIRE(::sigaction(SIGPIPE, &before, nullptr) == 0);
+  spindle::Runtime rt;
+  rt.run([] {});
+  struct sigaction after{};
+  REQUIRE(::sigaction(SIGPIPE, nullptr, &after) == 0);
+  return after;
+}
+}  // namespace
+
+TEST_CASE("a run ignores SIGPIPE at its default action, and keeps a handler the program set",
+          "[runtime]") {
+  struct sigaction saved{};
+  REQUIRE(::sigaction(SIGPIPE, nullptr, &saved) == 0);
+  struct sigaction dfl{};
+  dfl.sa_handler = SIG_DFL;
+  CHECK(pipe_action_after_run(dfl).sa_handler == SIG_IGN);
+  struct sigaction handler{};
+  handler.sa_handler = &on_broken_pipe;
+  CHECK(pipe_action_after_run(handler).sa_handler == &on_broken_pipe);
+  REQUIRE(::sigaction(SIGPIPE, &saved, nullptr) == 0);
 }
 
 TEST_CASE("the root runs on the calling thread", "[runtime]") {

@@ -53,8 +53,8 @@ struct SendFileOptions {
 // Sends bytes [offset, offset + length) of `file` (kToEnd: to its end) to
 // the connected stream socket `socket` (net::TcpStream::native_handle()):
 // the bytes sent, fewer than `length` only where the file ends. The file's
-// position stays. A peer gone is EPIPE or ECONNRESET (and never a
-// SIGPIPE); errors name the file. Write any header before it with the
+// position stays. A peer gone is EPIPE or ECONNRESET; errors name the
+// file. Write any header before it with the
 // stream's own calls, which have returned by then.
 // Suspends: until every byte is in the socket's send buffer, an error, the
 // deadline or an abort.

@@ -13,8 +13,8 @@
 // one with errc::aborted, and a deadline scope (this_fiber::with_deadline)
 // with errc::timed_out. Writes, syncs, fallocate and truncate are never
 // cancelled, not even at shutdown; on a pipe or FIFO that nobody reads, a
-// write therefore waits until someone does or the reader closes (EPIPE, and
-// SIGPIPE as for write(2)).
+// write therefore waits until someone does or the reader closes (EPIPE: the
+// runtime ignores SIGPIPE, see Runtime::run).
 #pragma once
 
 #include <sys/types.h>

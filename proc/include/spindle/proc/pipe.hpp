@@ -29,8 +29,8 @@ namespace spindle::process {
 // have moved part of theirs when they fail, and then poison the Pipe (later
 // calls fail with errc::closed), as TcpStream's halves do.
 //
-// A write to a child that closed its stdin fails with EPIPE (spawn ignores
-// SIGPIPE for that; see spawn.hpp).
+// A write to a child that closed its stdin fails with EPIPE (the runtime
+// ignores SIGPIPE: see Runtime::run).
 class Pipe {
  public:
   // Closed: every call fails with errc::closed.

@@ -50,10 +50,6 @@ struct Options {
 // exec'd (the time of a vfork and an exec: well under a millisecond for an
 // ordinary program); the rest never blocks it.
 //
-// With a piped stdin, spawn sets SIGPIPE to SIG_IGN in this process if it
-// was at its default, once, so that a write to a child that no longer reads
-// fails with EPIPE instead of killing the process.
-//
 // Errors: the errno of the step that failed (ENOENT for a program or working
 // directory that does not exist, EACCES, EMFILE, ...), as an error_code
 // whose message names the program (and the working directory, if set):

@@ -173,7 +173,7 @@ inline Result<std::size_t> readv(int fd, std::span<const iovec> iov, std::uint64
 // O_NONBLOCK, as for accept and connect) and waits for the end that is not
 // ready; with a regular file or another kind of fd it runs the call on the
 // blocking pool. A splice into a socket or pipe whose reader is gone fails
-// with EPIPE and raises no SIGPIPE.
+// with EPIPE (the runtime ignores SIGPIPE: Runtime::run).
 inline Result<std::size_t> splice(int fd_in, std::uint64_t offset_in, int fd_out,
                                   std::uint64_t offset_out, std::size_t len, unsigned flags,
                                   const IoOptions& options = {}) {

@@ -99,6 +99,11 @@ class Runtime {
   // root throws, or (with catch_exceptions = false) any fiber throws, run()
   // rethrows the first such exception after that same shutdown. Throws
   // std::runtime_error if the kernel lacks what spindle needs.
+  //
+  // Each run sets SIGPIPE to SIG_IGN if it is at its default action (which
+  // kills the process), so that a write into a pipe or socket whose reader
+  // is gone fails with EPIPE; a disposition the program chose stays, and
+  // children spawned through spindle::process start with the default.
   template <class F>
   SpawnResult<F> run(F&& root) {
     using T = SpawnResult<F>;
