@@ -106,8 +106,7 @@ Result<std::uint64_t> send_file(const File& file, std::uint64_t offset, std::uin
     if (!st) return std::unexpected(std::move(st.error()));
     length = st->size > offset ? st->size - offset : 0;
   }
-  const IoOptions timed{
-      .deadline = options.deadline.value_or(Clock::now() + current_config().read_write_timeout)};
+  const IoOptions timed{.deadline = options.timeout.deadline(current_config().read_write_timeout)};
   SplicePipe own;
   SplicePipe* pipe = options.pipe;
   if (pipe == nullptr) {

@@ -12,9 +12,8 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <optional>
 
-#include "spindle/base/time.hpp"
+#include "spindle/base/timeout.hpp"
 #include "spindle/fs/error.hpp"
 #include "spindle/fs/file.hpp"
 #include "spindle/fs/splice_pipe.hpp"
@@ -42,10 +41,10 @@ Result<std::uint64_t> copy(File& from, File& to, std::uint64_t length = kToEnd);
 Result<std::uint64_t> copy_file(const std::filesystem::path& from, const std::filesystem::path& to);
 
 struct SendFileOptions {
-  // When it passes the call ends with errc::timed_out (what was sent stays
-  // sent). Unset: Config::read_write_timeout after the call starts, as for
-  // TcpStream::write_all; kNoDeadline: none.
-  std::optional<Deadline> deadline = std::nullopt;
+  // The whole call's limit, after which it ends with errc::timed_out (what
+  // was sent stays sent). Default: Config::read_write_timeout, as for
+  // TcpStream::write_all.
+  Timeout timeout = {};
   // The pipe to splice through; null: one made for the call.
   SplicePipe* pipe = nullptr;
 };
