@@ -8,9 +8,6 @@
 
 namespace spindle::uring {
 
-Operation::Operation(Prepare prepare, OnComplete on_complete) noexcept
-    : Completion(&Operation::on_cqe), prepare_(prepare), on_complete_(on_complete) {}
-
 // Runs on the ring's thread, from Ring::dispatch(). Ring::dispatch() also uses
 // this function's address to tell operations from internal requests.
 void Operation::on_cqe(Completion* self, int res, std::uint32_t flags) noexcept {

@@ -28,8 +28,13 @@ class IoBackend {
   // "io_uring" or "epoll".
   virtual const char* name() const noexcept = 0;
   // Operations started and not yet completed. While any are, the worker
-  // sleeps in wait(), where their completions end its sleep.
-  virtual std::size_t pending() const noexcept = 0;
+  // sleeps in wait(), where their completions end its sleep. Not virtual:
+  // the worker reads it every turn.
+  std::size_t pending() const noexcept { return pending_; }
+  // The io/ layer's count of them: a fiber parks on an operation, the
+  // operation completes.
+  void count_started() noexcept { ++pending_; }
+  void count_ended() noexcept { --pending_; }
   // Starts what was issued since the last call and completes at most `max`
   // operations (each makes its fiber ready); never blocks.
   virtual void service(std::size_t max) noexcept = 0;
@@ -47,6 +52,9 @@ class IoBackend {
   // The worker got an IoDone message: the blocking pool finished the
   // operation `fiber` is parked on here, which this backend handed it.
   virtual void offload_done(Fiber* fiber) noexcept = 0;
+
+ private:
+  std::size_t pending_ = 0;
 };
 
 // Makes the backend of worker `self` of `scheduler`, on the worker's thread;

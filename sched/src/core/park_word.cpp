@@ -6,13 +6,6 @@
 
 namespace spindle::detail {
 
-void end_io_park(Fiber& f) noexcept {
-  const std::uint64_t w = f.wake_word.load(std::memory_order_relaxed);
-  // release; pairs with the acquire loads of claimers (who all see kNone now)
-  // and of confirm_io_abort.
-  f.wake_word.store(w & ~kParkKindMask, std::memory_order_release);
-}
-
 bool confirm_io_abort(Fiber& f, std::uint64_t epoch) noexcept {
   // acquire; pairs with end_io_park's release store: the abort set the flag
   // before it sent the message, so only that store can have cleared it since.

@@ -119,7 +119,12 @@ inline bool claim_park(Fiber& f, std::uint64_t epoch, WakeReason reason) noexcep
 
 // Step 5. Ends the kIo park of `f` for its operation's completion. On the
 // worker whose backend held the operation.
-void end_io_park(Fiber& f) noexcept;
+inline void end_io_park(Fiber& f) noexcept {
+  const std::uint64_t w = f.wake_word.load(std::memory_order_relaxed);
+  // release; pairs with the acquire loads of claimers (who all see kNone now)
+  // and of confirm_io_abort.
+  f.wake_word.store(w & ~kParkKindMask, std::memory_order_release);
+}
 
 // Step 7. Whether the kIo park `epoch` of `f` is still armed with the abort
 // flag, so that its operation should be cancelled; if a completion dropped

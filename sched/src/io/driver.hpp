@@ -24,6 +24,12 @@ struct IoRequest;
 // Worker-affine, like IoBackend.
 class IoDriver : public IoBackend {
  public:
+  // `kind`: kIoUring or kEpoll; `max_in_flight`: Config::max_io_in_flight.
+  IoDriver(IoBackendKind kind, std::size_t max_in_flight) noexcept
+      : kind_(kind), max_in_flight_(max_in_flight) {}
+
+  IoBackendKind kind() const noexcept { return kind_; }
+
   // Whether perform() can run operations of `code` (the caller finds
   // another way, or fails with errc::unsupported, for those it cannot).
   virtual bool supports(IoCode code) const noexcept = 0;
@@ -38,23 +44,25 @@ class IoDriver : public IoBackend {
   // no-op for a request already completing.
   virtual void cancel(IoRequest& r) noexcept = 0;
 
-  // Operations parked on (park_on_io) and not yet completed (complete_io).
-  std::size_t pending() const noexcept final { return in_flight_; }
-  void count_started() noexcept { ++in_flight_; }
-  void count_ended() noexcept { --in_flight_; }
+  // The most operations pending() may count: Config::max_io_in_flight.
+  std::size_t max_in_flight() const noexcept { return max_in_flight_; }
 
   void expire(WheelEntry* entry) noexcept final;
   void cancel_parked(Fiber* fiber, std::uint64_t epoch) noexcept final;
 
  private:
-  std::size_t in_flight_ = 0;
+  const IoBackendKind kind_;
+  const std::size_t max_in_flight_;
 };
+
+// The driver of worker `w`.
+inline IoDriver& driver_of(Worker& w) noexcept { return static_cast<IoDriver&>(w.io()); }
 
 // The driver of the calling thread's worker.
 inline IoDriver& current_driver() noexcept {
   Worker* w = current_worker();
   SPINDLE_ASSERT(w != nullptr, "spindle I/O called outside a fiber");
-  return static_cast<IoDriver&>(w->io());
+  return driver_of(*w);
 }
 
 // Counts and logs (at most once a second per runtime) an operation refused
@@ -70,9 +78,8 @@ inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions&
   if (o.deadline != kNoDeadline && !surely_ahead(o.deadline) && o.deadline <= Clock::now()) {
     return errc::timed_out;
   }
-  if (const std::size_t limit = f->scheduler().config.max_io_in_flight; d.pending() >= limit)
-      [[unlikely]] {
-    refuse_over_limit(limit);
+  if (d.pending() >= d.max_in_flight()) [[unlikely]] {
+    refuse_over_limit(d.max_in_flight());
     return errc::io_limit;
   }
   return std::nullopt;

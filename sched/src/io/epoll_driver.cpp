@@ -285,8 +285,13 @@ void EpollRequest::run() noexcept {
   owner->send({MailMessage::Kind::kIoDone, fiber, epoch});
 }
 
-EpollDriver::EpollDriver(EventFd& wake, BlockingPool& pool, WorkerRemote& self)
-    : wake_(wake), pool_(pool), self_(self), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+EpollDriver::EpollDriver(const Config& config, EventFd& wake, BlockingPool& pool,
+                         WorkerRemote& self)
+    : IoDriver(IoBackendKind::kEpoll, config.max_io_in_flight),
+      wake_(wake),
+      pool_(pool),
+      self_(self),
+      epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
   if (!epoll_) throw std::system_error(errno, std::system_category(), "spindle: epoll_create1");
   epoll_event ev{};
   ev.events = EPOLLIN;  // level-triggered: readable until wait() drains it
@@ -607,7 +612,7 @@ void EpollDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::siz
 
 std::unique_ptr<IoBackend> make_epoll_backend(Scheduler& scheduler, WorkerRemote& self,
                                               EventFd& wake) {
-  return std::make_unique<EpollDriver>(wake, scheduler.blocking, self);
+  return std::make_unique<EpollDriver>(scheduler.config, wake, scheduler.blocking, self);
 }
 
 }  // namespace spindle::detail

@@ -48,7 +48,7 @@ struct EpollRequest final : IoRequest, PoolJob {
 class EpollDriver final : public IoDriver {
  public:
   // Throws std::system_error if epoll_create1 or epoll_ctl fails.
-  EpollDriver(EventFd& wake, BlockingPool& pool, WorkerRemote& self);
+  EpollDriver(const Config& config, EventFd& wake, BlockingPool& pool, WorkerRemote& self);
 
   const char* name() const noexcept override { return "epoll"; }
   void service(std::size_t max) noexcept override;

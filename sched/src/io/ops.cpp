@@ -10,6 +10,7 @@
 #include "core/scheduler.hpp"
 #include "core/worker.hpp"
 #include "io/driver.hpp"
+#include "io/uring_driver.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/sched/io.hpp"
 #include "spindle/sched/this_fiber.hpp"
@@ -23,19 +24,20 @@ bool again(const std::error_code& e) noexcept {
   return e.category() == std::system_category() && (e.value() == EINTR || e.value() == EAGAIN);
 }
 
-// run_io after a try that said `last` (EINTR or EAGAIN): again, after a
+// run_io after a try whose result `r` said EINTR or EAGAIN: again, after a
 // yield for EAGAIN (a non-blocking fd, which io_uring answers so, or a
-// transient shortage), until a try says something else.
-[[gnu::noinline]] Result<int> run_again(Fiber* f, const IoOp& op, const IoOptions& options,
-                                        std::error_code last) {
-  for (;;) {
-    if (last.value() == EAGAIN) {
-      if (auto y = this_fiber::yield(); !y) return failure(y.error());
+// transient shortage), until a try says something else, left in `r`.
+[[gnu::noinline]] void run_again(Fiber* f, const IoOp& op, const IoOptions& options,
+                                 Result<int>& r) {
+  do {
+    if (r.error().value() == EAGAIN) {
+      if (auto y = this_fiber::yield(); !y) {
+        r = failure(y.error());
+        return;
+      }
     }
-    Result<int> r = current_driver().perform(f, op, options);
-    if (r || !again(r.error())) return r;
-    last = r.error();
-  }
+    r = current_driver().perform(f, op, options);
+  } while (!r && again(r.error()));
 }
 
 // run_io with the calling fiber's deadline scope, earlier than the
@@ -69,19 +71,23 @@ void refuse_over_limit(std::size_t limit) noexcept {
 }
 
 Result<int> run_io(const IoOp& op, const IoOptions& options) {
-  Fiber* f = current_fiber();
-  SPINDLE_ASSERT(f != nullptr, "spindle I/O called outside a fiber");
+  // One thread-local read: the worker the fiber runs (and will park) on.
+  Worker* w = current_worker();
+  SPINDLE_ASSERT(w != nullptr && w->current() != nullptr, "spindle I/O called outside a fiber");
   SPINDLE_ASSERT(options.cancellable || options.deadline == kNoDeadline,
                  "a non-cancellable operation takes no deadline");
-  if (f->scope_deadline != kNoDeadline) [[unlikely]] {
-    if (options.cancellable && f->scope_deadline < options.deadline) {
-      return run_scoped(op, options, f->scope_deadline);
-    }
-  }
-  // On the backend of the worker the fiber runs on now (it parks there).
-  Result<int> r = current_driver().perform(f, op, options);
+  Fiber* f = w->current();
+  const bool scoped = f->scope_deadline < options.deadline && options.cancellable;
+  // Every path ends in `r`, which is the return value itself. io_uring's
+  // perform() is inlined here: the common call skips a virtual dispatch and
+  // a frame.
+  IoDriver& d = driver_of(*w);
+  Result<int> r = scoped ? run_scoped(op, options, f->scope_deadline)
+                  : d.kind() == IoBackendKind::kIoUring
+                      ? static_cast<UringDriver&>(d).run(f, op, options)
+                      : d.perform(f, op, options);
   if (!r && again(r.error())) [[unlikely]]
-    r = run_again(f, op, options, r.error());
+    run_again(f, op, options, r);
   return r;
 }
 

@@ -158,27 +158,23 @@ Result<int> ftruncate_on_pool(int fd, std::uint64_t length) noexcept {
   }
 }
 
-struct UringRequest final : IoRequest, uring::Operation {
-  UringRequest(UringDriver& d, Fiber* f, const IoOp& o, const IoOptions& options) noexcept
-      : IoRequest(d, f, o, options), uring::Operation(&prepare, &on_cqe) {}
-
-  static void prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept {
-    prepare_sqe(*static_cast<UringRequest*>(self)->op, sqe);
-  }
-  // On the owning worker, when the CQE (and any cancel's CQE) arrived.
-  static void on_cqe(uring::Operation* self, int res, std::uint32_t) noexcept {
-    // An operation that a cancel interrupted on an io-wq thread (a splice
-    // waiting for its pipe) may report the kernel's own restart codes
-    // (ERESTARTSYS to ERESTART_RESTARTBLOCK): to us that is EINTR.
-    if (res <= -kErestartSys && res >= -kErestartLast) res = -EINTR;
-    complete_io(*static_cast<UringRequest*>(self), res);
-  }
-};
-
 }  // namespace
 
+void UringRequest::prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept {
+  prepare_sqe(*static_cast<UringRequest*>(self)->op, sqe);
+}
+
+void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t) noexcept {
+  // An operation that a cancel interrupted on an io-wq thread (a splice
+  // waiting for its pipe) may report the kernel's own restart codes
+  // (ERESTARTSYS to ERESTART_RESTARTBLOCK): to us that is EINTR.
+  if (res <= -kErestartSys && res >= -kErestartLast) res = -EINTR;
+  complete_io(*static_cast<UringRequest*>(self), res);
+}
+
 UringDriver::UringDriver(const Config& config, EventFd& wake)
-    : wake_(wake),
+    : IoDriver(IoBackendKind::kIoUring, config.max_io_in_flight),
+      wake_(wake),
       wake_poll_(wake.fd()),
       ring_(uring::RingOptions{config.ring_entries, config.on_log}) {}
 
@@ -203,29 +199,21 @@ bool UringDriver::supports(IoCode code) const noexcept {
 }
 
 Result<int> UringDriver::perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
-  if (auto refused = refusal(*this, f, options)) [[unlikely]]
-    return failure(*refused);
-  if (op.code == IoCode::kFtruncate && !supports(IoCode::kFtruncate)) [[unlikely]] {
-    return ftruncate_on_pool(op.fd, op.length);
-  }
-  if (op.code == IoCode::kWaitid && !supports(IoCode::kWaitid)) [[unlikely]] {
-    // A ring without IORING_OP_WAITID: waitid(WNOHANG), else a POLL_ADD on
-    // the pidfd, after which run_io tries again.
-    if (const int now = waitid_now(op); now != -EAGAIN) {
-      return now == 0 ? Result<int>(0) : errno_failure(-now);
-    }
-    IoOp poll(IoCode::kPoll, op.fd);
-    poll.events = POLLIN;
-    if (auto r = issue(f, poll, options); !r) return r;
-    return errno_failure(EINTR);
-  }
-  return issue(f, op, options);
+  return run(f, op, options);
 }
 
-Result<int> UringDriver::issue(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
-  UringRequest r(*this, f, op, options);
-  park_on_io(r, &publish);
-  return io_result(r);
+Result<int> UringDriver::perform_without_opcode(Fiber* f, const IoOp& op,
+                                                const IoOptions& options) noexcept {
+  if (op.code == IoCode::kFtruncate) return ftruncate_on_pool(op.fd, op.length);
+  // A ring without IORING_OP_WAITID: waitid(WNOHANG), else a POLL_ADD on
+  // the pidfd, after which run_io tries again.
+  if (const int now = waitid_now(op); now != -EAGAIN) {
+    return now == 0 ? Result<int>(0) : errno_failure(-now);
+  }
+  IoOp poll(IoCode::kPoll, op.fd);
+  poll.events = POLLIN;
+  if (auto r = issue(f, poll, options); !r) return r;
+  return errno_failure(EINTR);
 }
 
 void UringDriver::publish(void* request) noexcept {

@@ -3,10 +3,24 @@
 #pragma once
 
 #include "io/driver.hpp"
+#include "io/request.hpp"
+#include "spindle/uring/operation.hpp"
 #include "spindle/uring/ring.hpp"
 #include "spindle/uring/wake_source.hpp"
 
 namespace spindle::detail {
+
+// An operation as one SQE: the request of its parked fiber, and the ring's
+// record of it. On the parked fiber's stack.
+struct UringRequest final : IoRequest, uring::Operation {
+  UringRequest(IoDriver& d, Fiber* f, const IoOp& o, const IoOptions& options) noexcept
+      : IoRequest(d, f, o, options), uring::Operation(&prepare, &on_cqe) {}
+
+  // Fills the SQE, in Ring::submit.
+  static void prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept;
+  // On the owning worker, when the CQE (and any cancel's CQE) arrived.
+  static void on_cqe(uring::Operation* self, int res, std::uint32_t flags) noexcept;
+};
 
 // Worker-affine: the ring is single-issuer.
 class UringDriver final : public IoDriver {
@@ -20,13 +34,33 @@ class UringDriver final : public IoDriver {
             std::size_t max) noexcept override;
   bool supports(IoCode code) const noexcept override;
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
+  // perform() itself, which run_io calls without the virtual dispatch when
+  // its worker's backend is this one (kind() is kIoUring): inlined there.
+  [[gnu::always_inline]] Result<int> run(Fiber* f, const IoOp& op,
+                                         const IoOptions& options) noexcept {
+    if (auto refused = refusal(*this, f, options)) [[unlikely]]
+      return failure(*refused);
+    if ((op.code == IoCode::kFtruncate || op.code == IoCode::kWaitid) && !supports(op.code))
+        [[unlikely]] {
+      return perform_without_opcode(f, op, options);
+    }
+    return issue(f, op, options);
+  }
   void cancel(IoRequest& r) noexcept override;
   // Nothing of this backend goes to the blocking pool by message.
   void offload_done(Fiber* fiber) noexcept override;
 
  private:
   // `op` as one SQE: parks the fiber until its CQE.
-  Result<int> issue(Fiber* f, const IoOp& op, const IoOptions& options) noexcept;
+  [[gnu::always_inline]] Result<int> issue(Fiber* f, const IoOp& op,
+                                           const IoOptions& options) noexcept {
+    UringRequest r(*this, f, op, options);
+    park_on_io(r, &publish);
+    return io_result(r);
+  }
+  // An operation whose opcode this kernel's ring lacks (supports() is false).
+  [[gnu::noinline]] Result<int> perform_without_opcode(Fiber* f, const IoOp& op,
+                                                       const IoOptions& options) noexcept;
   static void publish(void* request) noexcept;
 
   EventFd& wake_;

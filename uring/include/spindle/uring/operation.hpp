@@ -43,7 +43,8 @@ class Operation : private Completion {
     kInFlight,  // SQE staged or submitted; CQE not yet handled
   };
 
-  Operation(Prepare prepare, OnComplete on_complete) noexcept;
+  Operation(Prepare prepare, OnComplete on_complete) noexcept
+      : Completion(&Operation::on_cqe), prepare_(prepare), on_complete_(on_complete) {}
   Operation(const Operation&) = delete;
   Operation& operator=(const Operation&) = delete;
 
