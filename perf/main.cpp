@@ -1,6 +1,6 @@
 // spindle-perf: spindle's workloads side by side with their baselines
 // (Boost.Fiber for the scheduler, raw liburing loops for I/O, fio for file
-// reads, cp for a file copy, nginx for static files over HTTP) in one run,
+// reads, cp for a file copy, nginx for static files over HTTP and HTTPS) in one run,
 // with the same worker count and sizes. One table row per workload:
 // spindle, the baseline, their ratio, and at 2 workers the target
 // (perf/README.md, "Targets").
@@ -106,6 +106,13 @@ std::vector<Workload> workloads() {
                    // CPU per request within 1.1 times the raw epoll loop's.
                    Target{Target::On::kRatio, 1 / 1.1}};
   };
+  auto http = [&](HttpLoad load) {
+    return Variant{load.name, "nginx", [load](const Params& p) { return spindle_http(p, load); },
+                   [load](const Params& p) { return nginx_http(p, load); }, cpu_per_req,
+                   // Server CPU per request no more than nginx's.
+                   Target{Target::On::kRatio, 1.0}, [load] { return nginx_missing(load); },
+                   [load] { return spindle_http_missing(load); }};
+  };
   return {
       {"spawn_many",
        {{"spawn_many", "boost.fiber", spindle_spawn_many, boost_spawn_many, rate,
@@ -148,11 +155,11 @@ std::vector<Workload> workloads() {
        {{"file_copy", "cp", spindle_file_copy, cp_file_copy, rate, Target{Target::On::kRatio, 0.90},
          cp_missing}},
        prepare_file_copy},
-      // Server CPU per request no more than nginx's.
-      {"http_static",
-       {{"http_static", "nginx", spindle_http_static, nginx_http_static, cpu_per_req,
-         Target{Target::On::kRatio, 1.0}, nginx_missing, spindle_http_missing}},
-       prepare_http_static},
+      {"http_static", {http({})}, prepare_http_static},
+      {"https",
+       {http({.name = "https", .tls = true}),
+        http({.name = "https_handshake", .tls = true, .close = true})},
+       prepare_https},
   };
 }
 

@@ -10,10 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "measure.hpp"
 
@@ -29,8 +31,8 @@ namespace {
   ::_exit(126);
 }
 
-[[noreturn]] void exec_in_child(pid_t parent, const char* exe, char* const* argv, int out,
-                                const ProgramOptions& o) {
+[[noreturn]] void exec_in_child(pid_t parent, const char* exe, char* const* argv, char* const* envp,
+                                int out, const ProgramOptions& o) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) ::_exit(126);  // the parent is already gone
   sigset_t none;
@@ -49,8 +51,29 @@ namespace {
     CPU_SET(o.cpu, &set);
     if (::sched_setaffinity(0, sizeof set, &set) != 0) fail_in_child("pinning it to its CPU");
   }
-  ::execv(exe, argv);
+  ::execve(exe, argv, envp);
   ::_exit(127);
+}
+
+// This process's environment with `set` ("NAME=value") over it.
+std::vector<std::string> environment(const std::vector<std::string>& set) {
+  auto name = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry = *e;
+    const bool replaced = std::any_of(set.begin(), set.end(),
+                                      [&](const std::string& s) { return name(s) == name(entry); });
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), set.begin(), set.end());
+  return env;
+}
+
+// Appends the C strings of `strings` to `out`, then the null pointer that
+// ends an exec's list.
+void append_c_strings(std::vector<char*>& out, const std::vector<std::string>& strings) {
+  for (const auto& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
 }
 
 }  // namespace
@@ -83,10 +106,12 @@ bool ProgramExit::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) =
 
 Program::Program(const std::string& exe, const std::vector<std::string>& args,
                  const ProgramOptions& options) {
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(exe.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  // Built before the fork: the child only execs.
+  std::vector<char*> argv{const_cast<char*>(exe.c_str())};
+  append_c_strings(argv, args);
+  const std::vector<std::string> env = environment(options.env);
+  std::vector<char*> envp;
+  append_c_strings(envp, env);
   UniqueFd out_w;
   if (options.capture_stdout) {
     int fds[2];
@@ -99,7 +124,7 @@ Program::Program(const std::string& exe, const std::vector<std::string>& args,
   std::fflush(stderr);
   pid_ = ::fork();
   if (pid_ < 0) throw_errno(fmt::format("fork for {}", exe));
-  if (pid_ == 0) exec_in_child(parent, exe.c_str(), argv.data(), out_w.get(), options);
+  if (pid_ == 0) exec_in_child(parent, exe.c_str(), argv.data(), envp.data(), out_w.get(), options);
 }
 
 void Program::reaped(int status, const rusage& usage) {
@@ -158,8 +183,9 @@ void Program::kill() noexcept {
   reaped(status, ru);
 }
 
-std::string run_capture(const std::string& exe, const std::vector<std::string>& args) {
-  Program program(exe, args);
+std::string run_capture(const std::string& exe, const std::vector<std::string>& args,
+                        const ProgramOptions& options) {
+  Program program(exe, args, options);
   const ProgramExit e = program.wait();
   check(e.ok(), "{} {}: {}", exe, describe_status(e.status), e.out.substr(0, 2000));
   return e.out;

@@ -24,6 +24,8 @@ struct ProgramOptions {
   int cpu = -1;                // pinned to this CPU (and so are its threads); -1: not pinned
   bool capture_stdout = true;  // else its standard output is /dev/null
   bool merge_stderr = false;   // its standard error goes where its output goes; else it is ours
+  // "NAME=value" entries set in its environment, over what it inherits.
+  std::vector<std::string> env = {};
 };
 
 // How a program ended.
@@ -68,8 +70,10 @@ class Program {
   ProgramExit exit_;
 };
 
-// Runs `exe` with `args` to its end and returns its standard output; its
-// stderr is ours. A status other than 0 throws PerfError with the output.
-std::string run_capture(const std::string& exe, const std::vector<std::string>& args);
+// Runs `exe` with `args` to its end and returns its standard output (with
+// `options`, the merged standard error too). A status other than 0 throws
+// PerfError with the output.
+std::string run_capture(const std::string& exe, const std::vector<std::string>& args,
+                        const ProgramOptions& options = {});
 
 }  // namespace spindle::perf

@@ -1,11 +1,12 @@
 # The perf smoke test: `spindle-perf --quick` must succeed and write the
 # expected number of JSON rows. Timing is never checked.
 # cmake -DPERF=<spindle-perf> -DJSON=<file> -DROWS=<n> [-DSPINDLE_HTTP=<spindle-http>] -P smoke.cmake
-# ROWS counts every row but the four that spindle-perf writes only where what
+# ROWS counts every row but the eight that spindle-perf writes only where what
 # they run is there, which is looked up here the same way: fio's file_randread
-# row (fio on PATH), cp's file_copy row (cp takes --reflink=never), and the
-# two http_static rows (wrk on PATH, and SPINDLE_HTTP built or nginx on PATH
-# or at /usr/sbin/nginx).
+# row (fio on PATH), cp's file_copy row (cp takes --reflink=never), the two
+# http_static rows (wrk on PATH, and SPINDLE_HTTP built or nginx on PATH or at
+# /usr/sbin/nginx), and the four https rows (those, openssl on PATH, and an
+# nginx whose -V lists --with-http_ssl_module).
 file(REMOVE "${JSON}")
 execute_process(COMMAND "${PERF}" --quick --json "${JSON}" RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -19,6 +20,7 @@ find_program(FIO fio PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
 find_program(WRK wrk PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
 find_program(NGINX nginx PATHS ENV PATH /usr/sbin NO_DEFAULT_PATH NO_CACHE)
 find_program(CP cp PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
+find_program(OPENSSL openssl PATHS ENV PATH NO_DEFAULT_PATH NO_CACHE)
 set(cp_never FALSE)
 if(CP)
   execute_process(COMMAND "${CP}" --reflink=never --version RESULT_VARIABLE cp_rc
@@ -54,17 +56,34 @@ endfunction()
 
 expect_optional(file_randread fio FIO "fio: '${FIO}'")
 expect_optional(file_copy cp cp_never "cp takes --reflink=never: ${cp_never}")
-set(http_spindle FALSE)
-if(WRK AND spindle_http_built)
-  set(http_spindle TRUE)
-endif()
-set(http_nginx FALSE)
-if(WRK AND NGINX)
-  set(http_nginx TRUE)
-endif()
+# Sets `var` to TRUE when the condition in the other arguments holds, else FALSE.
+macro(set_if var)
+  if(${ARGN})
+    set(${var} TRUE)
+  else()
+    set(${var} FALSE)
+  endif()
+endmacro()
+
+set_if(http_spindle WRK AND spindle_http_built)
+set_if(http_nginx WRK AND NGINX)
 expect_optional(http_static spindle http_spindle
                 "wrk: '${WRK}', spindle-http: '${SPINDLE_HTTP}'")
 expect_optional(http_static nginx http_nginx "wrk: '${WRK}', nginx: '${NGINX}'")
+set(nginx_v "")
+if(NGINX)
+  # nginx -V prints its configure arguments on stderr.
+  execute_process(COMMAND "${NGINX}" -V ERROR_VARIABLE nginx_v OUTPUT_QUIET)
+endif()
+string(FIND "${nginx_v}" "--with-http_ssl_module" ssl_at)
+set_if(https_spindle http_spindle AND OPENSSL)
+set_if(https_nginx http_nginx AND OPENSSL AND NOT ssl_at EQUAL -1)
+foreach(workload https https_handshake)
+  expect_optional(${workload} spindle https_spindle
+                  "wrk: '${WRK}', spindle-http: '${SPINDLE_HTTP}', openssl: '${OPENSSL}'")
+  expect_optional(${workload} nginx https_nginx
+                  "wrk: '${WRK}', nginx: '${NGINX}' with its SSL module, openssl: '${OPENSSL}'")
+endforeach()
 
 if(NOT other_count EQUAL ROWS)
   set(errors "${errors} ${other_count} other rows, expected ${ROWS};")

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "row.hpp"
 #include "spindle/sched/config.hpp"
@@ -71,6 +72,23 @@ struct Params {
   // http_static: the directory both servers serve, with the file and wrk's
   // report script, made in the parent by prepare_http_static.
   std::filesystem::path static_root;
+  // https: beside static_root, made in the parent by prepare_https: the
+  // OpenSSL configuration file every program of the rows runs with, and the
+  // servers' certificate and key.
+  std::filesystem::path openssl_conf;
+  std::filesystem::path tls_certificate;
+  std::filesystem::path tls_key;
+};
+
+// How wrk loads the server in a row of http_static's frame.
+struct HttpLoad {
+  std::string_view name = "http_static";  // the row
+  // https://, with OPENSSL_CONF = Params::openssl_conf in the environment of
+  // both servers and of wrk.
+  bool tls = false;
+  // "Connection: close" on every request: each on a new connection (over
+  // TLS with a full handshake), which the server closes after the response.
+  bool close = false;
 };
 
 // Scheduler workloads on spindle (spindle_sched.cpp).
@@ -140,18 +158,21 @@ Row spindle_file_copy(const Params& p);
 std::string cp_missing();
 Row cp_file_copy(const Params& p);
 
-// http_static (http_static.cpp, nginx.cpp): a server pinned to CPU 0 serving
-// one 64 KiB file to wrk (-t1, 64 keep-alive connections) pinned to CPU 1,
-// for Sizes::http_window_ms; the headline is the server's CPU time per
-// request. spindle-http --workers 1 against nginx (one process, sendfile).
-// prepare_http_static writes the file into a new temporary directory and sets
-// p.static_root. The *_missing calls are empty when the side can run, else
-// why it is skipped: wrk not installed, spindle-http not built, nginx not
-// installed.
+// http_static and https (http_static.cpp, nginx.cpp): a server pinned to CPU
+// 0 serving one 64 KiB file to wrk (-t1, 64 connections) pinned to CPU 1, for
+// Sizes::http_window_ms, as `load` says; the headline is the server's CPU
+// time per request. spindle-http --workers 1 against nginx (one process,
+// sendfile). prepare_http_static writes the file into a new temporary
+// directory and sets p.static_root; prepare_https does that and writes the
+// OpenSSL configuration file and the certificate beside it. The *_missing
+// calls are empty when the side can run `load`, else why it is skipped: wrk
+// (or for https openssl) not installed, spindle-http not built, nginx not
+// installed or without its SSL module.
 std::shared_ptr<void> prepare_http_static(Params& p);
-Row spindle_http_static(const Params& p);
-std::string spindle_http_missing();
-Row nginx_http_static(const Params& p);
-std::string nginx_missing();
+std::shared_ptr<void> prepare_https(Params& p);
+Row spindle_http(const Params& p, const HttpLoad& load);
+std::string spindle_http_missing(const HttpLoad& load);
+Row nginx_http(const Params& p, const HttpLoad& load);
+std::string nginx_missing(const HttpLoad& load);
 
 }  // namespace spindle::perf
