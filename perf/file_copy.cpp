@@ -1,12 +1,11 @@
 // file_copy: one file copied within its directory, by spindle::fs::copy_file
-// (splices through a pipe: on io_uring on the kernel's io-wq threads, on the
-// epoll backend on the blocking pool) and by `cp --reflink=never` (a real
-// copy of the bytes, never a shared extent). The parent writes the source
-// once, syncs it and reads it back, so both copies read from the page cache;
-// neither side syncs its copy (cp does not), so both measure copying into the
-// page cache. Each run writes a new file, checks its size and some of its
-// blocks, and removes it, so the dirty pages of one run never pile up under
-// the next.
+// (splices through a pipe, all made by one blocking-pool task on either
+// backend) and by `cp --reflink=never` (a real copy of the bytes, never a
+// shared extent). The parent writes the source once, syncs it and reads it
+// back, so both copies read from the page cache; neither side syncs its copy
+// (cp does not), so both measure copying into the page cache. Each run writes a new file, checks
+// its size and some of its blocks, and removes it, so the dirty pages of one run never pile up
+// under the next.
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,21 +1,103 @@
-// copy, copy_file and send_file: Pump steps through a SplicePipe, or a
-// buffer where splice cannot write (a destination in append mode).
+// copy and copy_file: between two files, one blocking-pool task of
+// synchronous splices through a SplicePipe (FileCopy); elsewhere a buffer.
+// send_file: Pump steps through a SplicePipe.
 #include "spindle/fs/copy.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <vector>
 
-#include "io_options.hpp"
 #include "pump.hpp"
 #include "spindle/sched/config.hpp"
+#include "spindle/sched/context.hpp"
 #include "spindle/sched/runtime.hpp"
 
 namespace spindle::fs {
 namespace {
 
-constexpr std::uint64_t kPosition = io::kStreamOffset;
+// One splice(2) at both descriptors' positions, blocking; EINTR goes round.
+ssize_t splice_blocking(int from, int to, std::size_t len) noexcept {
+  ssize_t n;
+  do {
+    n = ::splice(from, nullptr, to, nullptr, len, 0);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+}  // namespace
+
+namespace detail {
+
+// copy()'s transfer between two files: splices file -> pipe -> file at the
+// descriptors' positions, a chunk of up to the pipe's capacity at a time,
+// each chunk drained into `out` before the next is taken, so that between
+// chunks the pipe is empty and both positions have moved by `done`.
+//
+// Thread-safety: run() is the pool task, plain system calls only; stop() is
+// the caller's, any time. The results are run()'s until the task has ended,
+// which publishes them to its joiner. The caller keeps the descriptors and
+// the pipe open until then.
+struct FileCopy {
+  FileCopy(int from, int to, const SplicePipe& pipe, std::uint64_t len) noexcept
+      : in(from),
+        out(to),
+        pipe_in(pipe.write_.get()),
+        pipe_out(pipe.read_.get()),
+        capacity(pipe.capacity_),
+        length(len) {}
+
+  // Until `length`, the end of `in`, an error or stop(), which ends the
+  // copy before a chunk, never within one.
+  void run() noexcept {
+    while (done < length) {
+      // relaxed: the flag guards no data; a chunk more or less is fine.
+      if (stopping.load(std::memory_order_relaxed)) return;
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(length - done, capacity));
+      const ssize_t n = splice_blocking(in, pipe_in, want);
+      if (n < 0) error = errno;
+      if (n <= 0) break;
+      // The pipe was empty: it holds the n bytes, which all go out (a short
+      // splice goes round) before anything else happens.
+      for (auto held = static_cast<std::size_t>(n); held > 0;) {
+        const ssize_t m = splice_blocking(pipe_out, out, held);
+        if (m <= 0) {
+          // Bytes stay in the pipe and `in` is ahead of `out` by them: the
+          // copy fails. The pipe holds them, so an empty splice is a fault.
+          error = m < 0 ? errno : EIO;
+          ended = true;
+          return;
+        }
+        held -= static_cast<std::size_t>(m);
+        done += static_cast<std::uint64_t>(m);
+      }
+    }
+    ended = true;
+  }
+
+  void stop() noexcept { stopping.store(true, std::memory_order_relaxed); }
+
+  const int in;
+  const int out;
+  const int pipe_in;  // the pipe's write end
+  const int pipe_out;
+  const std::size_t capacity;
+  const std::uint64_t length;
+  std::atomic<bool> stopping{false};
+
+  // run()'s results.
+  std::uint64_t done = 0;  // bytes in `out`
+  int error = 0;           // errno of the failed splice, else 0
+  bool ended = false;      // run() returned on its own: `length`, the end of `in`, an error
+};
+
+}  // namespace detail
+
+namespace {
+
 // A transfer longer than a default pipe (64 KiB) asks for a pipe this
 // large: fewer splices per megabyte.
 constexpr std::size_t kDefaultPipe = std::size_t{64} << 10;
@@ -31,36 +113,33 @@ std::size_t chunk(std::uint64_t left) noexcept {
   return static_cast<std::size_t>(std::min<std::uint64_t>(left, io::kMaxTransfer));
 }
 
+bool is_file(const File& f) noexcept {
+  struct stat st{};
+  return ::fstat(f.native_handle(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
+}
+
 bool appends(const File& f) noexcept {
   const int flags = ::fcntl(f.native_handle(), F_GETFL);
   return flags >= 0 && (flags & O_APPEND) != 0;
 }
 
-Result<std::uint64_t> copy_buffered(File& from, File& to, std::uint64_t length) {
+// Whether copy() splices on the blocking pool: between regular files or
+// block devices, where no splice waits for another party (a pipe or a
+// socket could keep it, and an aborted caller, waiting), into a `to` not
+// in append mode (which splice refuses).
+bool splices(const File& from, const File& to) noexcept {
+  return is_file(from) && is_file(to) && !appends(to);
+}
+
+template <class Fail>
+Result<std::uint64_t> copy_buffered(File& from, File& to, std::uint64_t length, Fail fail) {
   std::vector<std::byte> buf(std::min<std::uint64_t>(length, kCopyBuffer));
   std::uint64_t done = 0;
   while (done < length) {
     auto n = from.read(std::span(buf).first(std::min<std::uint64_t>(length - done, buf.size())));
-    if (!n) return std::unexpected(std::move(n.error()));
+    if (!n) return fail(n.error().code);
     if (*n == 0) break;
-    if (auto w = to.write_all(std::span(buf).first(*n)); !w) {
-      return std::unexpected(std::move(w.error()));
-    }
-    done += *n;
-  }
-  return done;
-}
-
-// `length` bytes (or to the end) through `pump` and `pipe`; `on_error`
-// names the failure.
-template <class Fail>
-Result<std::uint64_t> pump_all(detail::Pump& pump, SplicePipe& pipe, std::uint64_t length,
-                               Fail on_error) {
-  std::uint64_t done = 0;
-  while (done < length) {
-    auto n = pump.run(pipe, chunk(length - done), false);
-    if (!n) return on_error(n.error());
-    if (*n == 0) break;
+    if (auto w = to.write_all(std::span(buf).first(*n)); !w) return fail(w.error().code);
     done += *n;
   }
   return done;
@@ -69,13 +148,25 @@ Result<std::uint64_t> pump_all(detail::Pump& pump, SplicePipe& pipe, std::uint64
 }  // namespace
 
 Result<std::uint64_t> copy(File& from, File& to, std::uint64_t length) {
-  if (appends(to)) return copy_buffered(from, to, length);
   auto fail = [&](std::error_code e) { return detail::fail(e, "copy", from.path(), to.path()); };
+  if (!splices(from, to)) return copy_buffered(from, to, length, fail);
   auto pipe = SplicePipe::make(pipe_size(length));
   if (!pipe) return fail(pipe.error().code);
-  detail::Pump pump{from.native_handle(), kPosition, to.native_handle(), kPosition, {},
-                    detail::kNeverCancel};
-  return pump_all(pump, *pipe, length, fail);
+  detail::FileCopy job(from.native_handle(), to.native_handle(), *pipe, length);
+  // The task borrows `job`, the pipe and both descriptors: this frame
+  // outlives it. An abort (or the deadline scope) ends the first join; the
+  // task then stops before its next chunk, and the second join waits for
+  // that whatever else happens.
+  auto task = spawn_blocking([&job] { job.run(); });
+  if (auto joined = task.join(); !joined) {
+    job.stop();
+    (void)task.join_uninterruptible();
+    // Stopped, or never run (its caller was aborted first). Else it ended
+    // on its own: its outcome stands.
+    if (!job.ended) return fail(joined.error());
+  }
+  if (job.error != 0) return fail(std::error_code(job.error, std::system_category()));
+  return job.done;
 }
 
 Result<std::uint64_t> copy_file(const std::filesystem::path& from,
@@ -115,8 +206,15 @@ Result<std::uint64_t> send_file(const File& file, std::uint64_t offset, std::uin
     own = std::move(*made);
     pipe = &own;
   }
-  detail::Pump pump{file.native_handle(), offset, socket, kPosition, timed, timed};
-  return pump_all(pump, *pipe, length, fail);
+  detail::Pump pump{file.native_handle(), offset, socket, timed};
+  std::uint64_t done = 0;
+  while (done < length) {
+    auto n = pump.run(*pipe, chunk(length - done));
+    if (!n) return fail(n.error());
+    if (*n == 0) break;
+    done += *n;
+  }
+  return done;
 }
 
 }  // namespace spindle::fs

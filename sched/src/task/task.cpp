@@ -14,6 +14,20 @@ Result<void> Task::wait_done(Deadline deadline) noexcept {
   return {};
 }
 
+void Task::wait_ended() noexcept {
+  if (done()) return;
+  expedite();
+  lock().lock();
+  if (done_.load(std::memory_order_relaxed)) {
+    lock().unlock();
+    return;
+  }
+  // Uninterruptible and untimed: only complete()'s notify ends it, after
+  // done_ is set.
+  WaitNode node;
+  wait_in(joiners_, node, lock(), kNoDeadline, ParkKind::kUninterruptible, "join");
+}
+
 void Task::complete(Outcome outcome, std::exception_ptr error) noexcept {
   lock().lock();
   complete_locked(outcome, std::move(error));

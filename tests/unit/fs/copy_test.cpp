@@ -1,17 +1,24 @@
 // copy, copy_file and send_file: bytes spliced through a pipe arrive
-// byte-identical, on files, socket pairs and TCP loopback.
+// byte-identical, on files, socket pairs and TCP loopback; a copy from a
+// pipe goes through a buffer; an aborted copy leaves both positions where
+// its bytes stopped.
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstring>
+#include <optional>
 #include <string>
 
 #include "fs_test_support.hpp"
 
 using namespace std::chrono_literals;
 namespace fs = spindle::fs;
+using spindle::errc;
 using spindle::UniqueFd;
 
 namespace {
@@ -34,6 +41,26 @@ spindle::JoinHandle<std::string> drain(int fd, std::size_t limit = SIZE_MAX) {
     }
     return got;
   });
+}
+
+// Whether bytes [0, n) of the files `a` and `b` are the same, read with
+// plain system calls a MiB at a time (blocking the worker briefly).
+bool same_prefix(const std::filesystem::path& a, const std::filesystem::path& b, std::size_t n) {
+  const UniqueFd fa(::open(a.c_str(), O_RDONLY | O_CLOEXEC));
+  const UniqueFd fb(::open(b.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE((fa && fb));
+  std::string ba(1 << 20, '\0'), bb(1 << 20, '\0');
+  for (std::size_t at = 0; at < n;) {
+    const std::size_t want = std::min(ba.size(), n - at);
+    const ssize_t ra = ::pread(fa.get(), ba.data(), want, static_cast<off_t>(at));
+    const ssize_t rb = ::pread(fb.get(), bb.data(), want, static_cast<off_t>(at));
+    REQUIRE(ra > 0);
+    if (rb != ra || std::memcmp(ba.data(), bb.data(), static_cast<std::size_t>(ra)) != 0) {
+      return false;
+    }
+    at += static_cast<std::size_t>(ra);
+  }
+  return true;
 }
 
 }  // namespace
@@ -84,6 +111,101 @@ TEST_CASE("fs: copy moves a range between File positions, also into append mode"
     REQUIRE(from.seek(0).has_value());
     CHECK(fs::copy(from, log, 10).value() == 10);
     CHECK(spindle::test::read_file(to_path) == "head:" + data.substr(1000) + data.substr(0, 10));
+  });
+}
+
+TEST_CASE("fs: copy of many pipefuls between File positions is byte-identical", "[fs][copy]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers([&] {
+    const auto from_path = dir.fresh(), to_path = dir.fresh();
+    const std::string data = spindle::test::pattern((5 << 20) + 4321, 7);
+    REQUIRE(fs::write_file(from_path, data).has_value());
+    auto from = fs::File::open(from_path).value();
+    REQUIRE(from.seek(777).has_value());
+    auto to = fs::File::create(to_path).value();
+    REQUIRE(to.write_all("head:").has_value());
+    // A length that ends inside a pipeful, then the rest to the end.
+    const std::uint64_t first = (3 << 20) + 5;
+    CHECK(fs::copy(from, to, first).value() == first);
+    CHECK(from.seek(0, SEEK_CUR).value() == 777 + first);
+    CHECK(to.seek(0, SEEK_CUR).value() == 5 + first);
+    const std::uint64_t rest = data.size() - 777 - first;
+    CHECK(fs::copy(from, to, fs::kToEnd).value() == rest);
+    CHECK(from.seek(0, SEEK_CUR).value() == data.size());
+    CHECK(to.seek(0, SEEK_CUR).value() == 5 + data.size() - 777);
+    CHECK(spindle::test::read_file(to_path) == "head:" + data.substr(777));
+  });
+}
+
+TEST_CASE("fs: an abort stops a large copy between pipefuls, and a second copy finishes it",
+          "[fs][copy][abort]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers(
+      [&] {
+        const auto from_path = dir.fresh(), to_path = dir.fresh();
+        // Sparse but for patterned pieces at the start, the middle and the
+        // end, so that a piece out of place shows.
+        const std::uint64_t size = std::uint64_t{256} << 20;
+        {
+          auto src = fs::File::create(from_path).value();
+          REQUIRE(src.truncate(size).has_value());
+          REQUIRE(src.pwrite_all(spindle::test::pattern((1 << 20) + 17, 8), 0).has_value());
+          REQUIRE(src.pwrite_all(spindle::test::pattern(70'001, 9), size / 2 - 3).has_value());
+          REQUIRE(src.pwrite_all(spindle::test::pattern(4097, 10), size - 4097).has_value());
+        }
+        auto from = fs::File::open(from_path).value();
+        auto to = fs::File::create(to_path).value();
+        // The copy's own result: an aborted fiber's join reports the abort.
+        std::optional<fs::Result<std::uint64_t>> r;
+        auto copying = spindle::spawn([&] { r = fs::copy(from, to); });
+        // Under way: the first pipeful has arrived.
+        REQUIRE(spindle::test::eventually([&] { return fs::stat(to_path).value().size > 0; }));
+        copying.abort();
+        (void)copying.join();
+        REQUIRE(r.has_value());
+        REQUIRE_FALSE(*r);
+        CHECK(r->error() == errc::aborted);
+        CHECK(r->error().path == from_path);
+        CHECK(r->error().path2 == to_path);
+        // Both positions advanced by exactly what the destination holds.
+        const std::uint64_t copied = fs::stat(to_path).value().size;
+        CHECK(copied < size);
+        CHECK(from.seek(0, SEEK_CUR).value() == copied);
+        CHECK(to.seek(0, SEEK_CUR).value() == copied);
+        CHECK(same_prefix(from_path, to_path, copied));
+        // The Files go on: the rest follows.
+        CHECK(fs::copy(from, to).value() == size - copied);
+        CHECK(fs::stat(to_path).value().size == size);
+        CHECK(same_prefix(from_path, to_path, size));
+      },
+      {1, 2});
+}
+
+TEST_CASE("fs: copy from a pipe File goes through a buffer, and an abort ends its wait",
+          "[fs][copy][abort]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers([&] {
+    const auto to_path = dir.fresh();
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    fs::File reader{UniqueFd(fds[0]), "<pipe>"};
+    fs::File writer{UniqueFd(fds[1])};
+    auto to = fs::File::create(to_path).value();
+    REQUIRE(writer.write_all("from a pipe").has_value());
+    CHECK(fs::copy(reader, to, 4).value() == 4);
+    // Nothing more is written: the copy waits on the pipe until the abort.
+    std::optional<fs::Result<std::uint64_t>> r;
+    auto copying = spindle::spawn([&] { r = fs::copy(reader, to); });
+    REQUIRE(spindle::test::eventually([&] { return fs::stat(to_path).value().size == 11; }));
+    (void)spindle::this_fiber::sleep_for(spindle::test::kSettle);
+    copying.abort();
+    (void)copying.join();
+    REQUIRE(r.has_value());
+    REQUIRE_FALSE(*r);
+    CHECK(r->error() == errc::aborted);
+    CHECK(r->error().path == "<pipe>");
+    CHECK(r->error().path2 == to_path);
+    CHECK(spindle::test::read_file(to_path) == "from a pipe");
   });
 }
 

@@ -395,6 +395,31 @@ TEST_CASE("spawn_blocking runs off the workers and returns its value", "[blockin
   });
 }
 
+TEST_CASE("join_uninterruptible in an aborted fiber waits for its blocking task's end",
+          "[blocking]") {
+  spindle::test::on_workers([] {
+    std::atomic<bool> release{false}, ended{false}, saw_end{false};
+    std::error_code first;
+    auto waiter = spindle::spawn([&] {
+      auto h = spindle::spawn_blocking([&] {
+        while (!release.load()) std::this_thread::sleep_for(1ms);
+        ended = true;
+      });
+      first = h.join().error();  // ended by the abort
+      (void)h.join_uninterruptible();
+      saw_end = ended.load();
+    });
+    (void)tf::sleep_for(spindle::test::kSettle);
+    waiter.abort();
+    (void)tf::sleep_for(spindle::test::kSettle);
+    CHECK_FALSE(waiter.is_finished());  // still in join_uninterruptible
+    release = true;
+    (void)waiter.join();
+    CHECK(first == errc::aborted);
+    CHECK(saw_end);
+  });
+}
+
 TEST_CASE("the blocking pool never runs more than blocking_threads at once", "[blocking]") {
   spindle::test::on_workers(
       [] {

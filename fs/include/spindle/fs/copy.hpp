@@ -3,11 +3,13 @@
 // copy_file_range). copy() and copy_file() between files, send_file() from
 // a file to a socket, as a static-file server answers.
 //
-// On io_uring every splice runs on the kernel's io-wq threads; on the
-// epoll backend a splice with a file at one end runs on the blocking pool,
-// and one from the pipe into a socket is tried at once and waits for the
-// socket's room (spindle/sched/io.hpp, io::splice). Fiber-only; errors are
-// fs::Error naming the file(s).
+// copy() between two files runs as one task on the blocking pool, whose
+// thread makes every splice itself, on both backends. send_file()'s splices
+// are io::splice calls (spindle/sched/io.hpp): on io_uring they run on the
+// kernel's io-wq threads; on the epoll backend the one from the file runs
+// on the blocking pool, and the ones into the socket are tried at once and
+// wait for the socket's room. Fiber-only; errors are fs::Error naming the
+// file(s).
 #pragma once
 
 #include <cstdint>
@@ -25,12 +27,18 @@ inline constexpr std::uint64_t kToEnd = ~std::uint64_t{0};
 
 // Copies up to `length` bytes from `from`'s position to `to`'s position;
 // both positions advance. Returns the bytes copied, fewer than `length`
-// only where `from` ends. A `to` opened with Open::kAppend gets the bytes
-// through a buffer instead (splice refuses append mode). Errors name both
-// paths. The splices into `to` are writes, never cancelled; the reads from
-// `from` end early with errc::aborted on an abort (the bytes copied so far
-// stay copied).
-// Suspends: until done, an error or an abort.
+// only where `from` ends. Between regular files (or block devices) it
+// splices through a pipe of up to 1 MiB, a pipeful at a time, in one
+// blocking-pool task; a `to` opened with Open::kAppend (splice refuses
+// append mode), or a pipe or socket at either end, gets the bytes through a
+// buffer instead, by File's reads and writes. Errors name both paths.
+// Writes into `to` are never cancelled: an abort (or the end of a deadline
+// scope) ends the copy between pipefuls, or buffers, with errc::aborted
+// (errc::timed_out); the bytes copied so far stay copied and both positions
+// have advanced by them. The call returns only once the pool task has
+// ended, so neither File is in use after it.
+// Suspends: until done, an error, or an abort and the end of the pipeful
+// under way.
 Result<std::uint64_t> copy(File& from, File& to, std::uint64_t length = kToEnd);
 
 // Copies the file `from` to `to`, which is created with `from`'s permission

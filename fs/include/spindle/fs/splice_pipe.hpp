@@ -13,7 +13,8 @@ namespace spindle::fs {
 
 namespace detail {
 struct Pump;
-}
+struct FileCopy;
+}  // namespace detail
 
 // Fiber-only, for one call at a time. Movable while no call uses it.
 class SplicePipe {
@@ -32,6 +33,7 @@ class SplicePipe {
 
  private:
   friend struct detail::Pump;
+  friend struct detail::FileCopy;
 
   UniqueFd read_;
   UniqueFd write_;

@@ -14,8 +14,8 @@ namespace spindle {
 
 // Move-only; not thread-safe (one owner), but the task it refers to may run
 // anywhere. Dropping the handle detaches: the task keeps running. Dropping a
-// handle never aborts. join() and get() suspend a fiber (a plain thread
-// blocks on a futex); the other calls never suspend.
+// handle never aborts. The join calls and get() suspend a fiber (a plain
+// thread blocks on a futex); the other calls never suspend.
 template <class T>
 class JoinHandle {
  public:
@@ -54,6 +54,18 @@ class JoinHandle {
 
   Result<T> join_for(std::chrono::nanoseconds timeout) {
     return join_until(deadline_after(timeout));
+  }
+  // join() that only the task's end ends, also in an aborted caller and
+  // past its deadline scope: for a caller that lent the task something (a
+  // descriptor, a buffer) and must not go on while the task may use it.
+  // Abort the task, or tell it to stop, first if it should end soon. What
+  // it reports is as join()'s: errc::aborted for a task the abort reached
+  // (a child of the aborted caller), whose value is then dropped.
+  // Suspends: until the task ends.
+  Result<T> join_uninterruptible() {
+    if (!task_) return failure(errc::closed);
+    task_->wait_ended();
+    return detail::take_result(*task_, *cell_);
   }
   // join(), throwing on failure: the task's own exception if it threw, else
   // std::system_error with the error code.

@@ -47,6 +47,10 @@ class Task : public Node {
   // errc::timed_out at `deadline`.
   // Suspends: until the task completes, the deadline, or abort.
   Result<void> wait_done(Deadline deadline = kNoDeadline) noexcept;
+  // wait_done() that only the task's completion ends: neither an abort of
+  // the calling fiber nor its deadline scope does.
+  // Suspends: until the task completes.
+  void wait_ended() noexcept;
 
   // Its JoinHandle is gone: nothing will wait_done() on it any more. release;
   // pairs with the acquire in handle_released(), so that what the handle's
