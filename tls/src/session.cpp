@@ -37,6 +37,7 @@
 #include "context_state.hpp"
 #include "kernel_offload.hpp"
 #include "openssl_error.hpp"
+#include "output_cache.hpp"
 #include "spindle/tls/error.hpp"
 
 namespace spindle::tls::detail {
@@ -46,8 +47,12 @@ namespace {
 // large write holds a few records' worth of ciphertext at a time.
 constexpr std::size_t kWriteChunk = 4 * kRecordPlaintext;
 // Ciphertext buffer capacity kept between writes; a larger one (after a large
-// write) is given back, so an idle connection holds little.
+// write) goes to the thread's cache (output_cache.hpp), so an idle connection
+// holds little.
 constexpr std::size_t kKeptOutput = 4 * 1024;
+// The ciphertext of kWriteChunk plaintext: its records' headers, tags and
+// content types besides the bytes.
+constexpr std::size_t kChunkCiphertext = kWriteChunk + 4 * 64;
 
 }  // namespace
 
@@ -132,7 +137,8 @@ Result<void> Session::send_locked(Deadline deadline) {
   }
   out_kernel.clear();
   if (out_cipher.capacity() > kKeptOutput) {
-    std::string().swap(out_cipher);
+    keep_output_buffer(std::move(out_cipher));
+    out_cipher = std::string();
   } else {
     out_cipher.clear();
   }
@@ -189,6 +195,10 @@ Result<void> Session::write(std::span<const std::byte> data, Deadline deadline) 
   }
   while (!data.empty()) {
     const std::size_t n = std::min(data.size(), kWriteChunk);
+    if (n > kKeptOutput) {
+      std::lock_guard ssl_guard(ssl_lock);
+      transport.lend_output(take_output_buffer(kChunkCiphertext));
+    }
     std::size_t written = 0;
     auto r = drive(
         Half::kWrite, [&] { return SSL_write_ex(ssl, data.data(), n, &written); }, deadline,

@@ -76,6 +76,12 @@ class Transport {
     cipher_.swap(cipher);
     kernel_.swap(kernel);
   }
+  // Before an OpenSSL write of many records: its ciphertext goes into
+  // `buffer` if that holds more than the empty output buffer now does (the
+  // one it replaces is freed).
+  void lend_output(std::string&& buffer) noexcept {
+    if (cipher_.empty() && buffer.capacity() > cipher_.capacity()) cipher_.swap(buffer);
+  }
 
   // Accept the send keys when OpenSSL offers them: the socket has the tls ULP.
   void allow_kernel_send() noexcept { kernel_allowed_ = true; }
