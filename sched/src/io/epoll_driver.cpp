@@ -44,6 +44,7 @@
 #include "io/epoll_driver.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -117,6 +118,7 @@ bool on_pool(const IoOp& op) noexcept {
   switch (op.code) {
     case IoCode::kFsync:
     case IoCode::kOpenat:
+    case IoCode::kOpenat2:
     case IoCode::kStatx:
     case IoCode::kMkdirat:
     case IoCode::kUnlinkat:
@@ -226,6 +228,8 @@ int call_blocking(const IoOp& op) noexcept {
       return sys(op.datasync ? ::fdatasync(op.fd) : ::fsync(op.fd));
     case IoCode::kOpenat:
       return sys(::openat(op.fd, op.path.path, op.path.flags | O_CLOEXEC, op.path.mode));
+    case IoCode::kOpenat2:  // glibc 2.36 has no wrapper
+      return sys(::syscall(SYS_openat2, op.fd, op.openat2.path, op.openat2.how, sizeof(open_how)));
     case IoCode::kStatx:
       return sys(::statx(op.fd, op.path.path, op.path.flags, op.path.mode, op.path.statx));
     case IoCode::kMkdirat:

@@ -21,7 +21,7 @@ const char* io_code_name(IoCode code) noexcept {
   static constexpr const char* kNames[] = {
       "nop",   "accept",    "connect", "recv",    "send",     "sendmsg",  "read",      "write",
       "fsync", "openat",    "statx",   "mkdirat", "unlinkat", "renameat", "ftruncate", "poll",
-      "readv", "fallocate", "splice",  "recvmsg", "waitid",   "sqe"};
+      "readv", "fallocate", "splice",  "recvmsg", "waitid",   "openat2",  "sqe"};
   static_assert(std::size(kNames) == static_cast<std::size_t>(IoCode::kSqe) + 1);
   const auto i = static_cast<std::size_t>(code);
   return i < std::size(kNames) ? kNames[i] : "?";

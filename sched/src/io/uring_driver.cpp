@@ -87,6 +87,11 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
     case IoCode::kOpenat:
       io_uring_prep_openat(sqe, op.fd, op.path.path, op.path.flags | O_CLOEXEC, op.path.mode);
       return;
+    case IoCode::kOpenat2:
+      // The kernel copies `how` when it takes the SQE; nothing writes
+      // through liburing's non-const parameter.
+      io_uring_prep_openat2(sqe, op.fd, op.openat2.path, const_cast<open_how*>(op.openat2.how));
+      return;
     case IoCode::kStatx:
       io_uring_prep_statx(sqe, op.fd, op.path.path, op.path.flags, op.path.mode, op.path.statx);
       return;

@@ -2,6 +2,7 @@
 // reports the kernel's errors, on the runtime's backend.
 #include <fcntl.h>
 #include <linux/falloc.h>
+#include <linux/openat2.h>
 #include <linux/stat.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -426,6 +427,58 @@ TEST_CASE("io: file operations open, write, sync, stat, truncate, rename and unl
   });
 }
 
+TEST_CASE("io: openat2 opens with resolve flags, on io_uring and on epoll", "[io]") {
+  spindle::test::TempDir dir;
+  const std::string base = (dir.path() / "d").string();
+  REQUIRE(::mkdir(base.c_str(), 0755) == 0);
+  const int made = ::open((base + "/f").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  REQUIRE(made >= 0);
+  REQUIRE(::write(made, "openat2", 7) == 7);
+  ::close(made);
+  REQUIRE(::symlink("f", (base + "/link").c_str()) == 0);
+  // kAuto is io_uring where the kernel allows it (SPINDLE_IO_BACKEND, when
+  // set, picks the backend of both rounds).
+  for (const auto backend : {spindle::IoBackendKind::kAuto, spindle::IoBackendKind::kEpoll}) {
+    spindle::test::on_workers(
+        [&] {
+          INFO("backend " << spindle::current_runtime().io_backend());
+          auto dirfd = io::openat(AT_FDCWD, base.c_str(), O_PATH | O_DIRECTORY, 0);
+          REQUIRE(dirfd);
+          UniqueFd d(*dirfd);
+          const open_how beneath{.flags = O_RDONLY, .mode = 0, .resolve = RESOLVE_BENEATH};
+          auto opened = io::openat2(d.get(), "link", beneath);
+          REQUIRE(opened);
+          UniqueFd f(*opened);
+          CHECK((::fcntl(f.get(), F_GETFD) & FD_CLOEXEC) != 0);  // O_CLOEXEC is always added
+          std::array<std::byte, 16> buf{};
+          CHECK(text(std::span(buf).first(io::read(f.get(), buf, 0).value())) == "openat2");
+
+          auto out = io::openat2(d.get(), "../d/f", beneath);
+          REQUIRE_FALSE(out);
+          CHECK(out.error() == std::errc::cross_device_link);  // EXDEV
+          const open_how no_symlinks{.flags = O_RDONLY, .mode = 0, .resolve = RESOLVE_NO_SYMLINKS};
+          auto link = io::openat2(d.get(), "link", no_symlinks);
+          REQUIRE_FALSE(link);
+          CHECK(link.error() == std::errc::too_many_symbolic_link_levels);  // ELOOP
+          const open_how stray_mode{.flags = O_RDONLY, .mode = 0644, .resolve = 0};
+          auto invalid = io::openat2(d.get(), "f", stray_mode);
+          REQUIRE_FALSE(invalid);
+          CHECK(invalid.error() == std::errc::invalid_argument);
+
+          const open_how create{
+              .flags = O_WRONLY | O_CREAT | O_EXCL, .mode = 0600, .resolve = RESOLVE_BENEATH};
+          auto created = io::openat2(d.get(), "g", create);
+          REQUIRE(created);
+          ::close(*created);
+          struct statx st{};
+          REQUIRE(io::statx(d.get(), "g", 0, STATX_MODE, &st));
+          CHECK((st.stx_mode & 07777) == 0600);
+          REQUIRE(io::unlinkat(d.get(), "g", 0));
+        },
+        {1, 2}, spindle::Config{.io_backend = backend});
+  }
+}
+
 TEST_CASE("io: readv fills several buffers and fallocate reserves space", "[io]") {
   spindle::test::TempDir dir;
   spindle::test::on_workers([&] {
@@ -634,6 +687,7 @@ TEST_CASE("io: every operation has its name for dumps", "[io]") {
   CHECK(std::string_view(io_code_name(IoCode::kSplice)) == "splice");
   CHECK(std::string_view(io_code_name(IoCode::kRecvmsg)) == "recvmsg");
   CHECK(std::string_view(io_code_name(IoCode::kWaitid)) == "waitid");
+  CHECK(std::string_view(io_code_name(IoCode::kOpenat2)) == "openat2");
   CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
   CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
 }

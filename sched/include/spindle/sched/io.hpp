@@ -14,6 +14,8 @@
 // returns while the kernel may still use the caller's buffers.
 #pragma once
 
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -195,6 +197,21 @@ inline Result<int> openat(int dirfd, const char* path, int flags, mode_t mode,
                           const IoOptions& options = {}) {
   detail::IoOp op(detail::IoCode::kOpenat, dirfd);
   op.path = {path, flags, mode, nullptr};
+  return detail::run_io(op, options);
+}
+
+// openat2(2) of `path` from `dirfd` with `how` (O_CLOEXEC is always added
+// to its flags): the new fd. how.resolve's RESOLVE_* flags confine the
+// lookup, which the kernel then refuses with its errno (EXDEV: out of
+// `dirfd` under RESOLVE_BENEATH; ELOOP: a symlink where none may be). As
+// openat2 does, an unknown flag, or a mode without O_CREAT or O_TMPFILE,
+// is EINVAL.
+inline Result<int> openat2(int dirfd, const char* path, const open_how& how,
+                           const IoOptions& options = {}) {
+  open_how with_cloexec = how;
+  with_cloexec.flags |= O_CLOEXEC;
+  detail::IoOp op(detail::IoCode::kOpenat2, dirfd);
+  op.openat2 = {path, &with_cloexec};
   return detail::run_io(op, options);
 }
 

@@ -16,6 +16,7 @@
 #include "spindle/base/result.hpp"
 
 struct io_uring_sqe;
+struct open_how;
 struct statx;
 
 namespace spindle {
@@ -48,8 +49,9 @@ enum class IoCode : std::uint8_t {
   kFallocate,
   kSplice,
   kRecvmsg,
-  kWaitid,  // waitid(2) of a pidfd (P_PIDFD)
-  kSqe,     // io_op: any SQE, prepared by the caller (io_uring only)
+  kWaitid,   // waitid(2) of a pidfd (P_PIDFD)
+  kOpenat2,  // openat2(2): an open whose lookup obeys RESOLVE_* flags
+  kSqe,      // io_op: any SQE, prepared by the caller (io_uring only)
 };
 
 // "recv", "fsync", ...: for dumps.
@@ -96,6 +98,10 @@ struct IoOp {
     int flags;
     unsigned mode;  // open and mkdir mode, statx mask
     struct statx* statx;
+  };
+  struct Openat2 {  // fd: the directory the lookup starts from
+    const char* path;
+    const open_how* how;  // flags (O_CLOEXEC already in), mode, resolve
   };
   struct Rename {
     const char* old_path;
@@ -144,6 +150,7 @@ struct IoOp {
     Read read;
     Write write;
     Path path;
+    Openat2 openat2;
     Rename rename;
     Write readv;
     Fallocate fallocate;
