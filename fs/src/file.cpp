@@ -3,10 +3,12 @@
 #include "spindle/fs/file.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <utility>
 
 #include "io_options.hpp"
@@ -25,6 +27,19 @@ Result<File> File::open(const std::filesystem::path& path, int flags, mode_t mod
   auto fd = io::openat(AT_FDCWD, path.c_str(), flags, mode);
   if (!fd) return detail::fail(fd.error(), "open", path);
   return File(UniqueFd(*fd), path);
+}
+
+Result<File> File::open_beneath(const File& dir, const std::filesystem::path& path, int flags,
+                                mode_t mode) {
+  // openat2 refuses a mode (EINVAL) where nothing is created.
+  const bool creates = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+  const open_how how{.flags = static_cast<std::uint64_t>(static_cast<unsigned>(flags)),
+                     .mode = creates ? mode : 0u,
+                     .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
+  auto fd = io::openat2(dir.native_handle(), path.c_str(), how);
+  std::filesystem::path name = dir.path() / path;
+  if (!fd) return detail::fail(fd.error(), "open", std::move(name));
+  return File(UniqueFd(*fd), std::move(name));
 }
 
 Result<File> File::create(const std::filesystem::path& path, mode_t mode) {

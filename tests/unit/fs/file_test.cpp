@@ -1,12 +1,17 @@
 // fs::File: transfers at the position and at offsets, vectored forms,
-// append mode, sizes, stat, flags, errors naming the path, and abort.
+// append mode, sizes, stat, flags, errors naming the path, abort, and
+// opening beneath a directory.
+#include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
 
 #include <array>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <string_view>
 
 #include "fs_test_support.hpp"
 #include "skip.hpp"
@@ -219,5 +224,67 @@ TEST_CASE("fs: abort of a fiber blocked in a read from a pipe File returns abort
     REQUIRE_FALSE(timed);
     CHECK(timed.error() == errc::timed_out);
     CHECK(timed.error().path == "<pipe>");
+  });
+}
+
+TEST_CASE("fs: open_beneath follows symlinks that stay in the directory and refuses a way out",
+          "[fs][file][beneath]") {
+  // root/{a.txt, sub/b.txt} and symlinks in and out of it; secret.txt beside it.
+  spindle::test::TempDir dir;
+  const auto root = dir.path() / "root";
+  std::filesystem::create_directories(root / "sub");
+  std::ofstream(root / "a.txt") << "inside";
+  std::ofstream(root / "sub" / "b.txt") << "below";
+  std::ofstream(dir.path() / "secret.txt") << "secret";
+  std::filesystem::create_symlink("a.txt", root / "same.txt");
+  std::filesystem::create_symlink("../a.txt", root / "sub" / "up.txt");  // climbs, stays in
+  std::filesystem::create_symlink("sub", root / "down");                 // a directory inside
+  std::filesystem::create_symlink("../secret.txt", root / "rel_out.txt");
+  std::filesystem::create_symlink("../../secret.txt", root / "sub" / "deep_out.txt");
+  std::filesystem::create_symlink(dir.path() / "secret.txt", root / "abs_out.txt");
+  std::filesystem::create_symlink(root / "a.txt", root / "abs_in.txt");
+  spindle::test::on_workers([&] {
+    const auto d = fs::File::open(root, O_PATH | O_DIRECTORY).value();
+    const auto contents = [&](const char* path) {
+      auto f = fs::File::open_beneath(d, path, O_RDONLY);
+      REQUIRE(f);
+      CHECK(f->path() == root / path);
+      CHECK((::fcntl(f->native_handle(), F_GETFD) & FD_CLOEXEC) != 0);
+      std::string got(16, '\0');
+      got.resize(f->pread(writable(got), 0).value());
+      return got;
+    };
+    CHECK(contents("a.txt") == "inside");
+    CHECK(contents("sub/b.txt") == "below");
+    CHECK(contents("same.txt") == "inside");
+    CHECK(contents("sub/up.txt") == "inside");
+    CHECK(contents("down/b.txt") == "below");
+    CHECK(contents("sub/../a.txt") == "inside");  // ".." that stays in is a plain lookup
+
+    for (const char* out : {"../secret.txt", "sub/../../secret.txt", "rel_out.txt",
+                            "sub/deep_out.txt", "abs_out.txt", "abs_in.txt"}) {
+      INFO(out);
+      auto r = fs::File::open_beneath(d, out, O_RDONLY);
+      REQUIRE_FALSE(r);
+      CHECK(r.error() == std::errc::cross_device_link);  // EXDEV
+      CHECK(r.error().op == std::string_view("open"));
+      CHECK(r.error().path == root / out);
+    }
+    const auto absolute = dir.path() / "secret.txt";
+    CHECK(fs::File::open_beneath(d, absolute, O_RDONLY).error() == std::errc::cross_device_link);
+    CHECK(fs::File::open_beneath(d, "missing", O_RDONLY).error() ==
+          std::errc::no_such_file_or_directory);
+
+    // Created beneath, with its mode; no mode reaches openat2 without O_CREAT.
+    auto made = fs::File::open_beneath(d, "sub/new.txt", O_WRONLY | O_CREAT | O_EXCL, 0600);
+    REQUIRE(made);
+    CHECK(made->stat().value().permissions() == 0600);
+    REQUIRE(fs::remove_file(root / "sub" / "new.txt").has_value());
+
+    // A procfs magic link is refused even beneath its own directory.
+    const auto proc_fds = fs::File::open("/proc/self/fd", O_PATH | O_DIRECTORY).value();
+    auto magic = fs::File::open_beneath(proc_fds, std::to_string(d.native_handle()), O_RDONLY);
+    REQUIRE_FALSE(magic);
+    CHECK(magic.error() == std::errc::too_many_symbolic_link_levels);  // ELOOP
   });
 }

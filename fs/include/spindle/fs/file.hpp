@@ -57,6 +57,20 @@ class File {
   static Result<File> open(const std::filesystem::path& path, Open open = Open::kRead,
                            mode_t mode = 0666);
   static Result<File> open(const std::filesystem::path& path, int flags, mode_t mode = 0666);
+  // openat2(2) of the relative `path` beneath the directory `dir` (a File
+  // open on a directory; O_PATH | O_DIRECTORY is enough), with raw O_*
+  // `flags` (O_CLOEXEC is always added) and, when it creates the file,
+  // `mode` (less the umask). The lookup never leaves `dir`
+  // (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): a ".." above it, an absolute
+  // `path`, or a symlink whose target leads out of it (an absolute symlink
+  // always does, even to a file inside) fails with EXDEV
+  // (std::errc::cross_device_link); a procfs magic link with ELOOP.
+  // Symlinks that stay beneath `dir` are followed. The error, and the
+  // File, name dir.path() / path. `dir` may serve any number of fibers at
+  // once.
+  // Suspends: as open().
+  static Result<File> open_beneath(const File& dir, const std::filesystem::path& path, int flags,
+                                   mode_t mode = 0666);
   // open() for writing, created if missing and emptied if not.
   // Suspends: as open().
   static Result<File> create(const std::filesystem::path& path, mode_t mode = 0666);
