@@ -11,6 +11,7 @@
 #include "request_parser.hpp"
 #include "response.hpp"
 #include "spindle/fs/copy.hpp"
+#include "spindle/fs/splice_pipe.hpp"
 #include "spindle/sched/runtime.hpp"
 
 namespace spindle::apps::http {
@@ -73,17 +74,18 @@ net::Timeout read_timeout(const ServerOptions& options, const std::optional<Dead
   return net::Timeout::at(deadline);
 }
 
-// A file's body, `size` bytes: spliced from the file straight into the socket.
-bool send_body(net::TcpStream& stream, fs::File& file, std::uint64_t size) {
-  auto sent = fs::send_file(file, 0, size, stream.native_handle());
+// A file's body, `size` bytes: spliced from the file straight into the
+// socket through `pipe`, the connection's.
+bool send_body(net::TcpStream& stream, fs::File& file, std::uint64_t size, fs::SplicePipe& pipe) {
+  auto sent = fs::send_file(file, 0, size, stream.native_handle(), {.pipe = &pipe});
   return sent && *sent == size;
 }
 
 // Over TLS: spliced too where the kernel encrypts what the stream sends;
 // otherwise read a piece at a time and encrypted by the stream.
-bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size) {
+bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size, fs::SplicePipe& pipe) {
   if (stream.kernel_offload()) {
-    auto sent = fs::send_file(file, 0, size, stream.native_handle());
+    auto sent = fs::send_file(file, 0, size, stream.native_handle(), {.pipe = &pipe});
     return sent && *sent == size;
   }
   const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(size, kFilePiece));
@@ -100,11 +102,11 @@ bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size) {
 
 // Answers a request for the file at `path` under `root`: an error response
 // into `out`; for a file, its headers, then (unless HEAD) `out` sent and the
-// body (send_body). False when the connection cannot go on: a send failed,
-// or the file ended before the length its headers announced.
+// body (send_body, through `pipe`). False when the connection cannot go on:
+// a send failed, or the file ended before the length its headers announced.
 template <class Stream>
 bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, const std::string& path,
-                  const ResponseShape& shape) {
+                  const ResponseShape& shape, fs::SplicePipe& pipe) {
   StaticFile found = root.find(path);
   if (found.status != Status::kOk) {
     append_response(out, found.status, shape);
@@ -114,7 +116,7 @@ bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, cons
   if (shape.head || found.size == 0) return true;
   if (!stream.write_all(out)) return false;
   out.clear();
-  return send_body(stream, found.file, found.size);
+  return send_body(stream, found.file, found.size, pipe);
 }
 
 }  // namespace
@@ -122,6 +124,10 @@ bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, cons
 template <class Stream>
 void serve(Stream& stream, const ServerOptions& options) {
   std::string out;
+  // Every body this connection splices goes through this one pipe: the
+  // first such send makes it (a connection that sends no file has none),
+  // and it closes with the connection. Only this fiber uses it.
+  fs::SplicePipe pipe;
   for (;;) {
     // When this request's first byte arrived (at the latest), once it has.
     std::optional<Deadline> began;
@@ -175,7 +181,7 @@ void serve(Stream& stream, const ServerOptions& options) {
     if (parser.route() == Route::kMetrics) {
       append_ok(out, "text/plain; version=0.0.4", current_runtime().metrics_text(), shape);
     } else if (parser.route() == Route::kFile) {
-      if (!respond_file(stream, out, *options.root, parser.path(), shape)) return;
+      if (!respond_file(stream, out, *options.root, parser.path(), shape, pipe)) return;
     } else {
       append_response(out, status_for(parser.route()), shape);
     }

@@ -35,7 +35,8 @@ struct ServerOptions {
 // in one write (pipelining). A malformed request gets 400, oversized ones 431/413, and the
 // connection is then closed after the response, as it is after "Connection: close". A stop
 // (ConnectionSet::stop shuts the read side down) is end of input: every request the kernel already
-// holds is answered, then the connection closes. Fiber-only. Suspends: in reads and writes of
+// holds is answered, then the connection closes. A connection that has spliced a file's body
+// keeps its pipe (two descriptors) until it closes. Fiber-only. Suspends: in reads and writes of
 // `stream`.
 template <class Stream>
 void serve(Stream& stream, const ServerOptions& options);

@@ -5,7 +5,8 @@
 // serve the file under DIR (a path ending in '/' its index.html), the body
 // spliced from the file into the socket (over TLS, unless the kernel encrypts,
 // read and encrypted a piece at a time); 404 for what is not a regular
-// file there or has a ".." segment, 403 for a symlink out of DIR. Keep-alive and pipelining;
+// file there or has a ".." segment, 403 for a symlink out of DIR (an absolute one always counts as
+// out). Keep-alive and pipelining;
 // 431/413 past the header and body limits, 400 for malformed requests (then the connection closes);
 // idle connections close after --idle-timeout, and a request not whole
 // --request-timeout after its first byte (slowloris) closes its connection. SIGINT or SIGTERM stops

@@ -1,15 +1,17 @@
 #include "static_root.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
+#include <cerrno>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <utility>
+
+#include "spindle/base/unique_fd.hpp"
 
 namespace spindle::apps::http {
 namespace {
@@ -21,10 +23,10 @@ int hex_digit(char c) noexcept {
   return -1;
 }
 
-// `target` percent-decoded and cut into segments, rejoined with '/' below
-// the root: nullopt for a path that is not absolute, a malformed escape, a
-// NUL, or a ".." segment. Empty and "." segments are dropped; a path that
-// ends in '/' gets "index.html".
+// `target` percent-decoded and cut into segments, rejoined with '/' and
+// relative to the root (no leading '/'): nullopt for a path that is not
+// absolute, a malformed escape, a NUL, or a ".." segment. Empty and "."
+// segments are dropped; a path that ends in '/' gets "index.html".
 std::optional<std::string> relative_path(std::string_view target) {
   if (target.empty() || target.front() != '/') return std::nullopt;
   std::string decoded;
@@ -43,42 +45,33 @@ std::optional<std::string> relative_path(std::string_view target) {
     decoded += c;
   }
   std::string rel;
+  const auto append = [&rel](std::string_view segment) {
+    if (!rel.empty()) rel += '/';
+    rel += segment;
+  };
   std::size_t start = 0;
   while (start <= decoded.size()) {
     const std::size_t slash = std::min(decoded.find('/', start), decoded.size());
     const std::string_view segment(decoded.data() + start, slash - start);
     if (segment == "..") return std::nullopt;
-    if (!segment.empty() && segment != ".") {
-      rel += '/';
-      rel += segment;
-    }
+    if (!segment.empty() && segment != ".") append(segment);
     start = slash + 1;
   }
-  if (decoded.back() == '/') rel += "/index.html";
+  if (decoded.back() == '/') append("index.html");
   return rel;
-}
-
-// The path the kernel has for the open `fd` (every symlink resolved).
-std::optional<std::string> real_path_of(int fd) {
-  const std::string link = "/proc/self/fd/" + std::to_string(fd);
-  std::array<char, 4096> buf;
-  const ssize_t n = ::readlink(link.c_str(), buf.data(), buf.size());
-  if (n <= 0 || static_cast<std::size_t>(n) == buf.size()) return std::nullopt;
-  return std::string(buf.data(), static_cast<std::size_t>(n));
 }
 
 }  // namespace
 
 StaticRoot StaticRoot::open(const std::filesystem::path& dir) {
-  std::error_code ec;
-  auto real = std::filesystem::canonical(dir, ec);
-  if (ec) throw std::runtime_error("--root " + dir.string() + ": " + ec.message());
-  if (!std::filesystem::is_directory(real, ec)) {
-    throw std::runtime_error("--root " + dir.string() + ": not a directory");
+  const int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    throw std::runtime_error(
+        "--root " + dir.string() + ": " +
+        (err == ENOTDIR ? std::string("not a directory") : std::system_category().message(err)));
   }
-  std::string s = real.string();
-  if (s.size() > 1 && s.back() == '/') s.pop_back();
-  return StaticRoot(s == "/" ? std::string() : std::move(s));
+  return StaticRoot(fs::File(UniqueFd(fd), dir));
 }
 
 StaticFile StaticRoot::find(std::string_view target) const {
@@ -86,20 +79,17 @@ StaticFile StaticRoot::find(std::string_view target) const {
   const auto rel = relative_path(target);
   if (!rel) return out;
   // O_NONBLOCK: opening a FIFO does not wait for a writer (it is then not a
-  // regular file, and not served).
-  auto file = fs::File::open(real_ + *rel, O_RDONLY | O_NONBLOCK);
+  // regular file, and not served). EXDEV: a symlink led out of the root.
+  auto file = fs::File::open_beneath(dir_, *rel, O_RDONLY | O_NONBLOCK);
   if (!file) {
-    if (file.error() == std::errc::permission_denied) out.status = Status::kForbidden;
+    if (file.error() == std::errc::permission_denied ||
+        file.error() == std::errc::cross_device_link) {
+      out.status = Status::kForbidden;
+    }
     return out;
   }
   auto st = file->stat();
   if (!st || !st->is_regular()) return out;
-  const auto real = real_path_of(file->native_handle());
-  if (!real || real->size() <= real_.size() || real->compare(0, real_.size(), real_) != 0 ||
-      (*real)[real_.size()] != '/') {
-    out.status = Status::kForbidden;
-    return out;
-  }
   // Reads of a regular file opened O_NONBLOCK would refuse to wait for the
   // disk (io_uring answers EAGAIN): the flag goes once the file is known.
   if (::fcntl(file->native_handle(), F_SETFL, 0) != 0) return out;

@@ -1,15 +1,16 @@
 // StaticRoot: the directory spindle-http serves files from (--root), and
 // the lookup of a request path in it. A request never reaches a file
-// outside the root: a path with a ".." segment is not found, and a file
-// whose real path (symlinks resolved, read back from the open descriptor)
-// lies outside the root is forbidden. Symlinks that stay inside the root
-// are followed.
+// outside the root: a path with a ".." segment is not found, and a lookup
+// that a symlink would lead out of the root is forbidden, refused by the
+// kernel (openat2 with RESOLVE_BENEATH from the root's descriptor, held for
+// the server's life). An absolute symlink counts as leading out, even to a
+// file inside. Relative symlinks that stay inside the root are followed.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
-#include <string>
 #include <string_view>
+#include <utility>
 
 #include "response.hpp"
 #include "spindle/fs/file.hpp"
@@ -27,8 +28,9 @@ struct StaticFile {
 // Immutable after open(): any number of fibers may call find() at once.
 class StaticRoot {
  public:
-  // The root `dir`, resolved once. Throws std::runtime_error naming --root
-  // if it is missing or not a directory.
+  // The root `dir`, opened once (O_PATH: a base for lookups only; a
+  // symlink to a directory is followed). Throws std::runtime_error naming
+  // --root if it is missing or not a directory. Needs no runtime.
   static StaticRoot open(const std::filesystem::path& dir);
 
   // The file a request for `target` (the request-target's path, still
@@ -38,9 +40,9 @@ class StaticRoot {
   StaticFile find(std::string_view target) const;
 
  private:
-  explicit StaticRoot(std::string real) noexcept : real_(std::move(real)) {}
+  explicit StaticRoot(fs::File dir) noexcept : dir_(std::move(dir)) {}
 
-  std::string real_;  // the root's real path, without a trailing '/'
+  fs::File dir_;  // the root, O_PATH | O_DIRECTORY; only read after open()
 };
 
 // "text/html; charset=utf-8", ... by the extension of `path`;

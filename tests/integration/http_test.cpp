@@ -1,6 +1,8 @@
 // spindle-http driven by real clients: curl (keep-alive, limits, garbage,
 // /metrics) and short bounded wrk runs, plus raw sockets for pipelining and
 // stops.
+#include <sys/socket.h>
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <chrono>
@@ -98,6 +100,47 @@ std::pair<std::string, std::string> fetch(const Server& server, const std::strin
   return {r.out, std::string(std::istreambuf_iterator<char>(in), {})};
 }
 
+// Reads HTTP/1.1 responses, one after another, from a connection: each the
+// status line's code and the body its Content-Length announces.
+class ResponseReader {
+ public:
+  explicit ResponseReader(int fd) : fd_(fd) {}
+
+  // The next response's status code and body; {"", ""} if the stream ended first.
+  std::pair<std::string, std::string> next() {
+    std::size_t end;
+    while ((end = pending_.find("\r\n\r\n")) == std::string::npos) {
+      if (!fill()) return {};
+    }
+    const std::string head = pending_.substr(0, end);
+    const std::string key = "Content-Length: ";
+    const std::size_t at = head.find(key);
+    if (head.size() < 12 || at == std::string::npos) return {};
+    const std::size_t length = std::stoul(head.substr(at + key.size()));
+    while (pending_.size() < end + 4 + length) {
+      if (!fill()) return {};
+    }
+    std::pair<std::string, std::string> r{head.substr(9, 3), pending_.substr(end + 4, length)};
+    pending_.erase(0, end + 4 + length);
+    return r;
+  }
+
+ private:
+  bool fill() {
+    char buf[65536];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) return false;
+    pending_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  int fd_;
+  std::string pending_;
+};
+
+// GET `path` on a keep-alive connection.
+std::string get(const std::string& path) { return "GET " + path + " HTTP/1.1\r\nHost: t\r\n\r\n"; }
+
 }  // namespace
 
 TEST_CASE("curl: --root serves files byte-identical, and no path leaves the root",
@@ -126,6 +169,64 @@ TEST_CASE("curl: --root serves files byte-identical, and no path leaves the root
   CHECK_THAT(head.out, Catch::Contains("Content-Length: 65536"));
   CHECK_THAT(head.out, Catch::Contains("Content-Type: application/octet-stream"));
   CHECK(post_status(server, "/big.bin") == "405");
+  CHECK(server.stop() == 0);
+}
+
+TEST_CASE("one keep-alive connection gets many files in a row, also after a reader left mid-body",
+          "[integration][http]") {
+  StaticTree tree;
+  // Larger than both sockets' buffers: a client that stops reading leaves
+  // the server's send of it mid-body.
+  std::string huge(24 << 20, '\0');
+  for (std::size_t i = 0; i < huge.size(); ++i) huge[i] = static_cast<char>(i * 31 + i / 4093);
+  std::ofstream(tree.root / "huge.bin", std::ios::binary) << huge;
+  Server server(kHttp, {"--root", tree.root.string()});
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> files = {
+      {"/big.bin", {"200", tree.big}},
+      {"/index.html", {"200", "<p>index</p>\n"}},
+      {"/sub/a%20b.txt", {"200", "spaced\n"}},
+      {"/inner.bin", {"200", tree.big}},
+      {"/escape.txt", {"403", "Forbidden"}},
+      {"/big.bin", {"200", tree.big}},
+      {"/huge.bin", {"200", huge}},
+      {"/", {"200", "<p>index</p>\n"}},
+  };
+  // On one connection: one request at a time, then all of them at once
+  // (pipelined). Bodies are compared, not printed.
+  const auto in_a_row = [&] {
+    Client c(server.port());
+    ResponseReader reader(c.fd());
+    for (const auto& [path, want] : files) {
+      INFO(path);
+      REQUIRE(c.send_all(get(path)));
+      const auto got = reader.next();
+      CHECK(got.first == want.first);
+      CHECK((want.first != "200" || got.second == want.second));
+    }
+    std::string batch;
+    for (const auto& f : files) batch += get(f.first);
+    REQUIRE(c.send_all(batch));
+    for (const auto& [path, want] : files) {
+      INFO("pipelined " << path);
+      const auto got = reader.next();
+      CHECK(got.first == want.first);
+      CHECK((want.first != "200" || got.second == want.second));
+    }
+  };
+  in_a_row();
+  for (int i = 0; i < 3; ++i) {
+    // A file sent, then a client that reads a little of the next and resets
+    // the connection while the server's splice of it is under way.
+    Client gone(server.port());
+    ResponseReader reader(gone.fd());
+    REQUIRE(gone.send_all(get("/big.bin")));
+    CHECK((reader.next().second == tree.big));
+    REQUIRE(gone.send_all(get("/huge.bin")));
+    CHECK(gone.recv_n(100'000).size() == 100'000);
+    const linger reset{1, 0};
+    REQUIRE(::setsockopt(gone.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);
+  }
+  in_a_row();
   CHECK(server.stop() == 0);
 }
 
