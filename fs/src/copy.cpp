@@ -183,7 +183,12 @@ Result<std::uint64_t> copy_file(const std::filesystem::path& from,
   if (dst_stat->device == src_stat->device && dst_stat->inode == src_stat->inode) {
     return detail::fail(std::make_error_code(std::errc::invalid_argument), "copy", from, to);
   }
-  if (auto r = dst->truncate(0); !r) return std::unexpected(std::move(r.error()));
+  // Only a file with bytes is truncated: ext4 flushes a file truncated to
+  // zero and then written when it is closed (auto_da_alloc), which for a
+  // new copy would stall the closing worker for the whole write-back.
+  if (dst_stat->size > 0) {
+    if (auto r = dst->truncate(0); !r) return std::unexpected(std::move(r.error()));
+  }
   return copy(*src, *dst, kToEnd);
 }
 
