@@ -4,6 +4,9 @@
 #include "spindle/fs/copy.hpp"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -113,6 +116,29 @@ std::size_t chunk(std::uint64_t left) noexcept {
   return static_cast<std::size_t>(std::min<std::uint64_t>(left, io::kMaxTransfer));
 }
 
+// All of `header` into `socket`, sent with `flags`.
+spindle::Result<void> send_header(int socket, std::span<const std::byte> header, int flags,
+                                  const IoOptions& options) {
+  while (!header.empty()) {
+    auto n = io::send(socket, header, flags, options);
+    if (!n) return failure(n.error());
+    header = header.subspan(*n);
+  }
+  return {};
+}
+
+// Sends what MSG_MORE or SPLICE_F_MORE held back in a TCP socket's queue:
+// setting TCP_NODELAY pushes it, and the option goes back to what it was.
+// Other sockets hold nothing back; errors leave nothing to push.
+void push(int socket) noexcept {
+  int was = 0;
+  socklen_t len = sizeof was;
+  if (::getsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &was, &len) != 0) return;
+  const int on = 1;
+  (void)::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  if (was == 0) (void)::setsockopt(socket, IPPROTO_TCP, TCP_NODELAY, &was, sizeof was);
+}
+
 bool is_file(const File& f) noexcept {
   struct stat st{};
   return ::fstat(f.native_handle(), &st) == 0 && (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode));
@@ -211,14 +237,32 @@ Result<std::uint64_t> send_file(const File& file, std::uint64_t offset, std::uin
     own = std::move(*made);
     pipe = &own;
   }
+  // MSG_MORE and SPLICE_F_MORE hold a partial packet back until the next
+  // send. The last splice of `length` says neither; a return short of it
+  // pushes what the last send held back. Errors push too: they may come
+  // part way through a send that said more.
+  bool held = false;  // the last send said more
+  if (!options.header.empty()) {
+    held = length > 0;
+    if (auto r = send_header(socket, options.header, held ? MSG_MORE : 0, timed); !r) {
+      push(socket);
+      return fail(r.error());
+    }
+  }
   detail::Pump pump{file.native_handle(), offset, socket, timed};
   std::uint64_t done = 0;
   while (done < length) {
-    auto n = pump.run(*pipe, chunk(length - done));
-    if (!n) return fail(n.error());
+    const std::size_t want = chunk(length - done);
+    auto n = pump.run(*pipe, want);
+    if (!n) {
+      push(socket);
+      return fail(n.error());
+    }
     if (*n == 0) break;
+    held = *n < want;
     done += *n;
   }
+  if (held) push(socket);
   return done;
 }
 

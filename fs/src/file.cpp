@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <linux/stat.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -72,6 +73,14 @@ Result<Stat> File::stat() const {
   struct statx st{};
   if (auto r = io::statx(fd_.get(), "", AT_EMPTY_PATH, detail::kStatMask, &st); !r) {
     return fail(r.error(), "stat");
+  }
+  return detail::to_stat(st);
+}
+
+Result<Stat> File::stat_cached() const {
+  struct statx st{};
+  if (::statx(fd_.get(), "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, detail::kStatMask, &st) != 0) {
+    return fail(std::error_code(errno, std::system_category()), "stat");
   }
   return detail::to_stat(st);
 }

@@ -1,8 +1,12 @@
 // copy, copy_file and send_file: bytes spliced through a pipe arrive
 // byte-identical, on files, socket pairs and TCP loopback; a copy from a
 // pipe goes through a buffer; an aborted copy leaves both positions where
-// its bytes stopped.
+// its bytes stopped; send_file's header goes in front of the file's bytes.
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "fs_test_support.hpp"
@@ -27,6 +32,15 @@ std::pair<UniqueFd, UniqueFd> socket_pair() {
   int sv[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
   return {UniqueFd(sv[0]), UniqueFd(sv[1])};
+}
+
+// Two ends of a TCP loopback connection: {accepted, connecting}.
+std::pair<spindle::net::TcpStream, spindle::net::TcpStream> tcp_pair() {
+  auto listener =
+      spindle::net::TcpListener::bind(spindle::net::SocketAddress::loopback_v4()).value();
+  auto accepting = spindle::spawn([&] { return listener.accept(); });
+  auto client = spindle::net::TcpStream::connect(listener.local_addr().value()).value();
+  return {accepting.join().value().value(), std::move(client)};
 }
 
 // A fiber that reads `fd` until end of stream (or `limit` bytes).
@@ -246,11 +260,7 @@ TEST_CASE("fs: send_file over TCP loopback arrives byte-identical", "[fs][copy]"
     const auto path = dir.fresh();
     const std::string data = spindle::test::pattern((2 << 20) + 3, 6);
     REQUIRE(fs::write_file(path, data).has_value());
-    auto listener =
-        spindle::net::TcpListener::bind(spindle::net::SocketAddress::loopback_v4()).value();
-    auto accepting = spindle::spawn([&] { return listener.accept(); });
-    auto client = spindle::net::TcpStream::connect(listener.local_addr().value()).value();
-    auto server = accepting.join().value().value();
+    auto [server, client] = tcp_pair();
     auto reader = spindle::spawn([&] {
       std::string got(data.size(), '\0');
       auto r = client.read_exact(std::span(got));
@@ -261,6 +271,63 @@ TEST_CASE("fs: send_file over TCP loopback arrives byte-identical", "[fs][copy]"
     CHECK(fs::send_file(file, 19, fs::kToEnd, server.native_handle()).value() == data.size() - 19);
     std::string expected = "HTTP/1.1 200 OK\r\n\r\n" + data.substr(19);
     CHECK(reader.join().value() == expected);
+  });
+}
+
+TEST_CASE("fs: send_file's header goes first, and nothing stays held back when the file ends early",
+          "[fs][copy]") {
+  spindle::test::TempDir dir;
+  spindle::test::on_workers([&] {
+    const auto path = dir.fresh();
+    const std::string data = spindle::test::pattern((100 << 10) + 1, 8);
+    REQUIRE(fs::write_file(path, data).has_value());
+    auto file = fs::File::open(path).value();
+    auto [server, client] = tcp_pair();
+    const int fd = server.native_handle();
+    const std::string header = "HTTP/1.1 200 OK\r\n\r\n";
+    const fs::SendFileOptions with_header{.header = std::as_bytes(std::span(header))};
+    // `send` (a send_file call, which must return `sent`) while a fiber
+    // reads: what it sent must leave the socket at once, and arrive whole.
+    // Bytes MSG_MORE held back would stay unsent until TCP's probe timer
+    // (200 ms at the least) sent them.
+    const auto check_send = [&](auto send, std::uint64_t sent, const std::string& expected) {
+      auto reader = spindle::spawn([&] {
+        std::string got(expected.size(), '\0');
+        auto r = client.read_exact(std::span(got), 5s);
+        return r ? got : r.error().message();
+      });
+      CHECK(send().value() == sent);
+      const auto until = std::chrono::steady_clock::now() + 100ms;
+      int unsent = 0;
+      while (::ioctl(fd, SIOCOUTQNSD, &unsent) == 0 && unsent > 0 &&
+             std::chrono::steady_clock::now() < until) {
+        (void)spindle::this_fiber::sleep_for(1ms);
+      }
+      CHECK(unsent == 0);
+      CHECK(reader.join().value() == expected);
+    };
+    const auto nodelay = [&] {
+      int on = -1;
+      socklen_t len = sizeof on;
+      REQUIRE(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &len) == 0);
+      return on != 0;
+    };
+    for (const bool delay : {false, true}) {
+      INFO("Nagle's algorithm " << (delay ? "on" : "off"));
+      REQUIRE(server.set_nodelay(!delay).has_value());
+      // The whole file, after the header.
+      check_send([&] { return fs::send_file(file, 0, fs::kToEnd, fd, with_header); }, data.size(),
+                 header + data);
+      // More asked for than the file holds, across two pipefuls: the last
+      // splice said more, and the file ended.
+      check_send([&] { return fs::send_file(file, 10, 1 << 20, fd, with_header); },
+                 data.size() - 10, header + data.substr(10));
+      // Nothing of the file at all: only the header.
+      check_send([&] { return fs::send_file(file, data.size(), 100, fd, with_header); }, 0, header);
+      // Zero bytes asked for: the header alone, sent as it is.
+      check_send([&] { return fs::send_file(file, 0, 0, fd, with_header); }, 0, header);
+      CHECK(nodelay() == !delay);  // the option stays as it was
+    }
   });
 }
 

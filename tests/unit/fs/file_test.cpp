@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 
 using namespace std::chrono_literals;
 using spindle::errc;
+using spindle::UniqueFd;
 namespace fs = spindle::fs;
 using spindle::test::bytes;
 using spindle::test::writable;
@@ -136,6 +138,35 @@ TEST_CASE("fs: stat reports the type, the mode and the modification time", "[fs]
     CHECK(st.modified < std::chrono::system_clock::now() + 2s);
     CHECK(std::string(fs::file_type_name(st.type)) == "regular");
   });
+}
+
+TEST_CASE("fs: stat_cached reports what stat does, on a worker or any thread", "[fs][file]") {
+  spindle::test::TempDir dir;
+  const auto path = dir.fresh();
+  spindle::test::on_workers([&] {
+    auto f = fs::File::open(path, fs::Open::kReadWrite | fs::Open::kCreate, 0600).value();
+    REQUIRE(f.write_all(spindle::test::pattern(4321)).has_value());
+    const auto cached = f.stat_cached().value();
+    const auto synced = f.stat().value();
+    CHECK(cached.size == 4321);
+    CHECK(cached.is_regular());
+    CHECK(cached.inode == synced.inode);
+    CHECK(cached.device == synced.device);
+    CHECK(cached.mode == synced.mode);
+    CHECK(cached.modified == synced.modified);
+    REQUIRE(f.truncate(17).has_value());
+    CHECK(f.stat_cached().value().size == 17);  // the kernel's attributes, not a copy of them
+  });
+  // No runtime: a plain system call on this thread.
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  REQUIRE(fd);
+  const fs::File plain(UniqueFd(::dup(fd.get())), path);
+  CHECK(plain.stat_cached().value().size == 17);
+  const fs::File closed;
+  auto none = closed.stat_cached();
+  REQUIRE_FALSE(none);
+  CHECK(none.error() == std::errc::bad_file_descriptor);
+  CHECK(none.error().path.empty());
 }
 
 TEST_CASE("fs: open with exclusive creation, raw flags and read-only access", "[fs][file]") {

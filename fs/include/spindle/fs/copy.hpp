@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <span>
 
 #include "spindle/base/timeout.hpp"
 #include "spindle/fs/error.hpp"
@@ -55,16 +56,20 @@ struct SendFileOptions {
   Timeout timeout = {};
   // The pipe to splice through; null: one made for the call.
   SplicePipe* pipe = nullptr;
+  // Bytes sent before the file's, such as a response's headers: sent
+  // with MSG_MORE, so that they leave in one packet with the first of the
+  // file's rather than in one of their own. Counted in no result.
+  std::span<const std::byte> header = {};
 };
 
 // Sends bytes [offset, offset + length) of `file` (kToEnd: to its end) to
 // the connected stream socket `socket` (net::TcpStream::native_handle()):
 // the bytes sent, fewer than `length` only where the file ends. The file's
 // position stays. A peer gone is EPIPE or ECONNRESET; errors name the
-// file. Write any header before it with the
+// file. A header goes in options.header, or before the call by the
 // stream's own calls, which have returned by then.
-// Suspends: until every byte is in the socket's send buffer, an error, the
-// deadline or an abort.
+// Suspends: until every byte (the header's too) is in the socket's send
+// buffer, an error, the deadline or an abort.
 Result<std::uint64_t> send_file(const File& file, std::uint64_t offset, std::uint64_t length,
                                 int socket, const SendFileOptions& options = {});
 

@@ -124,6 +124,14 @@ class File {
   // statx(2) of the open file.
   // Suspends: until done, an error or an abort.
   Result<Stat> stat() const;
+  // statx(2) of the open file with AT_STATX_DONT_SYNC, on the calling
+  // thread: the attributes the kernel holds. A network file system (NFS,
+  // FUSE, SMB) may hold older ones than its server's, which it does not
+  // ask; on a local file system this is stat(). For a caller that stats
+  // often, such as a server answering with a file's size: no round trip
+  // through the I/O backend.
+  // Never suspends; any thread.
+  Result<Stat> stat_cached() const;
 
   // lseek(2) with SEEK_SET, SEEK_CUR, SEEK_END (SEEK_DATA, SEEK_HOLE): the
   // new position. A plain system call that never waits for the disk.
