@@ -1,11 +1,14 @@
 #include "connection.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cerrno>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "request_parser.hpp"
@@ -74,20 +77,27 @@ net::Timeout read_timeout(const ServerOptions& options, const std::optional<Dead
   return net::Timeout::at(deadline);
 }
 
-// A file's body, `size` bytes: spliced from the file straight into the
-// socket through `pipe`, the connection's.
-bool send_body(net::TcpStream& stream, fs::File& file, std::uint64_t size, fs::SplicePipe& pipe) {
-  auto sent = fs::send_file(file, 0, size, stream.native_handle(), {.pipe = &pipe});
+// A response's `head` and then its file's body, `size` bytes: spliced
+// from the file straight into the socket through `pipe`, the
+// connection's, in one packet with the head.
+bool send_with_body(net::TcpStream& stream, std::string_view head, fs::File& file,
+                    std::uint64_t size, fs::SplicePipe& pipe) {
+  auto sent = fs::send_file(file, 0, size, stream.native_handle(),
+                            {.pipe = &pipe, .header = std::as_bytes(std::span(head))});
   return sent && *sent == size;
 }
 
-// Over TLS: spliced too where the kernel encrypts what the stream sends;
-// otherwise read a piece at a time and encrypted by the stream.
-bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size, fs::SplicePipe& pipe) {
+// Over TLS the head goes through the stream; the body is spliced too where
+// the kernel encrypts what the stream sends, otherwise read a piece at a
+// time and encrypted by the stream.
+bool send_with_body(tls::TlsStream& stream, std::string_view head, fs::File& file,
+                    std::uint64_t size, fs::SplicePipe& pipe) {
+  if (!stream.write_all(head)) return false;
   if (stream.kernel_offload()) {
     auto sent = fs::send_file(file, 0, size, stream.native_handle(), {.pipe = &pipe});
     return sent && *sent == size;
   }
+  if (::fcntl(file.native_handle(), F_SETFL, 0) != 0) return false;  // see StaticFile::file
   const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(size, kFilePiece));
   const auto buf = std::make_unique_for_overwrite<std::byte[]>(piece);
   for (std::uint64_t offset = 0; offset < size;) {
@@ -101,8 +111,8 @@ bool send_body(tls::TlsStream& stream, fs::File& file, std::uint64_t size, fs::S
 }
 
 // Answers a request for the file at `path` under `root`: an error response
-// into `out`; for a file, its headers, then (unless HEAD) `out` sent and the
-// body (send_body, through `pipe`). False when the connection cannot go on:
+// into `out`; for a file, its headers, then (unless HEAD) `out` sent with
+// the body (send_with_body, through `pipe`). False when the connection cannot go on:
 // a send failed, or the file ended before the length its headers announced.
 template <class Stream>
 bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, const std::string& path,
@@ -114,9 +124,9 @@ bool respond_file(Stream& stream, std::string& out, const StaticRoot& root, cons
   }
   append_ok_head(out, found.content_type, found.size, shape);
   if (shape.head || found.size == 0) return true;
-  if (!stream.write_all(out)) return false;
+  const bool sent = send_with_body(stream, out, found.file, found.size, pipe);
   out.clear();
-  return send_body(stream, found.file, found.size, pipe);
+  return sent;
 }
 
 }  // namespace

@@ -88,11 +88,10 @@ StaticFile StaticRoot::find(std::string_view target) const {
     }
     return out;
   }
-  auto st = file->stat();
+  // The open file's inode is in memory: its size needs no trip through
+  // the I/O backend.
+  auto st = file->stat_cached();
   if (!st || !st->is_regular()) return out;
-  // Reads of a regular file opened O_NONBLOCK would refuse to wait for the
-  // disk (io_uring answers EAGAIN): the flag goes once the file is known.
-  if (::fcntl(file->native_handle(), F_SETFL, 0) != 0) return out;
   out.status = Status::kOk;
   out.size = st->size;
   out.content_type = content_type_of(*rel);

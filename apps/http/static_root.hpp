@@ -20,6 +20,8 @@ namespace spindle::apps::http {
 // A found file, open for reading, or why there is none.
 struct StaticFile {
   Status status = Status::kNotFound;  // kOk: `file` is open
+  // Open O_NONBLOCK (which splice ignores): clear the flag before reading
+  // it through io_uring, which may answer EAGAIN for a page not cached.
   fs::File file;
   std::uint64_t size = 0;
   std::string_view content_type;
@@ -36,7 +38,7 @@ class StaticRoot {
   // The file a request for `target` (the request-target's path, still
   // percent-encoded) names; a path ending in '/' names its index.html.
   // Fiber-only.
-  // Suspends: while the file is opened and its metadata read.
+  // Suspends: while the file is opened.
   StaticFile find(std::string_view target) const;
 
  private:
