@@ -29,7 +29,7 @@ inline constexpr std::uint64_t kToEnd = ~std::uint64_t{0};
 // Copies up to `length` bytes from `from`'s position to `to`'s position;
 // both positions advance. Returns the bytes copied, fewer than `length`
 // only where `from` ends. Between regular files (or block devices) it
-// splices through a pipe of up to 1 MiB, a pipeful at a time, in one
+// splices through a pipe of up to 256 KiB, a pipeful at a time, in one
 // blocking-pool task; a `to` opened with Open::kAppend (splice refuses
 // append mode), or a pipe or socket at either end, gets the bytes through a
 // buffer instead, by File's reads and writes. Errors name both paths.
