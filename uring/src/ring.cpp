@@ -148,7 +148,10 @@ Ring::Ring(const RingOptions& options) : log_(options.log), entries_(options.ent
         "spindle: ring entries must be a power of two between 1 and 32768, got " +
         std::to_string(entries_));
   }
-  constexpr unsigned kCommonFlags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+  // TASKRUN_FLAG: the kernel flags queued completion work in the SQ ring's
+  // flags, which work_visible() reads (Linux 5.19, like COOP_TASKRUN).
+  constexpr unsigned kCommonFlags =
+      IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | IORING_SETUP_TASKRUN_FLAG;
   io_uring_params params{};
   params.flags = kCommonFlags | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN;
   params.cq_entries = 2 * entries_;
@@ -246,6 +249,16 @@ void Ring::cancel(Operation* op) noexcept {
       cancel_head_ = op;
       return;
   }
+}
+
+bool Ring::work_visible() const noexcept {
+  if (cancel_head_ != nullptr || io_uring_sq_ready(&ring_) != 0 || io_uring_cq_ready(&ring_) != 0) {
+    return true;
+  }
+  // relaxed: a set flag only sends the caller into service(), whose
+  // io_uring_enter runs the work and orders what follows.
+  const unsigned flags = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
+  return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
 }
 
 std::size_t Ring::service(std::size_t max_completions) noexcept {

@@ -43,6 +43,15 @@ class IoBackend {
   // passes (none: no limit).
   virtual void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
                     std::size_t max) noexcept = 0;
+  // Whether service() would find work at once, as far as the backend can
+  // tell without a system call. For a backend that sees_completions(), that
+  // includes completions of its operations; for one that does not, only
+  // results it already holds.
+  virtual bool work_visible() const noexcept = 0;
+  // Whether work_visible() sees the kernel's completions: then an idle
+  // worker with operations pending checks it for a while (its Spinner)
+  // before it sleeps in wait().
+  virtual bool sees_completions() const noexcept = 0;
   // The deadline of an operation on this backend expired (the entry it put
   // in the worker's timing wheel).
   virtual void expire(WheelEntry* entry) noexcept = 0;

@@ -575,9 +575,23 @@ void Worker::park() noexcept {
         if (!timeout || left < *timeout) timeout = left;
         completions = expected_completions_;
       }
-      if (parker.arm_eventfd()) {
+      // With other pool workers, a backend that sees completions without a
+      // system call is watched for a while first, as the futex park below
+      // is: a fiber on another worker may be about to answer an operation
+      // here (the other end of a pipe or socket pair), and then the
+      // completion costs no sleep and no wake-up. A lone worker's
+      // completions all come from outside, at times a spin cannot guess.
+      // (Whether another worker is awake is no guide: it may be spinning
+      // here too, idle bit set, about to run the fiber that answers.)
+      const bool spin_on_io = io_->sees_completions() && pool && s.workers.size() > 1;
+      const bool found = spin_on_io && spinner_.spin([this, &parker] {
+        return parker.signalled() || io_->work_visible();
+      });
+      if (!found && parker.arm_eventfd()) {
+        const Deadline start = spin_on_io ? Clock::now() : Deadline{};
         io_->wait(timeout, completions, completion_budget());
         parker.disarm();
+        if (spin_on_io) spinner_.on_wake(Clock::now() - start);
       }
     } else if (!spinner_.spin([&parker] { return parker.signalled(); })) {
       const auto slept = parker.park(timeout);

@@ -55,6 +55,9 @@ class EpollDriver final : public IoDriver {
   void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
             std::size_t max) noexcept override;
   void offload_done(Fiber* fiber) noexcept override;
+  // Readiness needs an epoll_wait to be seen.
+  bool work_visible() const noexcept override { return !finished_.empty(); }
+  bool sees_completions() const noexcept override { return false; }
   bool supports(IoCode code) const noexcept override { return code != IoCode::kSqe; }
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   void cancel(IoRequest& r) noexcept override;

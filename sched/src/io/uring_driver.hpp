@@ -32,6 +32,8 @@ class UringDriver final : public IoDriver {
   void service(std::size_t max) noexcept override { ring_.service(max); }
   void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
             std::size_t max) noexcept override;
+  bool work_visible() const noexcept override { return ring_.work_visible(); }
+  bool sees_completions() const noexcept override { return true; }
   bool supports(IoCode code) const noexcept override;
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   // perform() itself, which run_io calls without the virtual dispatch when

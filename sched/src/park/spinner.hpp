@@ -1,8 +1,12 @@
 // Spinner: the adaptive idle spinner a worker runs before it futex-waits (the
 // reference's spinner.rs, PR #3618).
 //
-// An idle worker with no I/O in flight checks for work a bounded number of
-// times before paying for a futex sleep and the wake that ends it. The budget
+// An idle worker checks for work a bounded number of times before paying
+// for a sleep and the wake that ends it: a futex sleep when it has no I/O in
+// flight; with I/O in flight, the sleep in the backend's wait(), if the
+// backend sees completions without a system call (io_uring: its CQ and the
+// IORING_SQ_TASKRUN flag in shared memory) and the runtime has other
+// workers. The budget
 // adapts: a hit (work found while spinning) grows it by 25%; a miss shrinks it
 // by 12.5%, but never below a "near-miss floor" that tracks how long recent
 // short parks lasted, nor below the configured minimum; a park that ended
@@ -10,9 +14,14 @@
 // 50% and pulls the floor toward that park's length. Budgets are counted in
 // loop iterations, calibrated once per process against the clock.
 //
-// Rejected (by the reference, and here): spinning on the completion queue
-// before io_uring_enter, and a fixed budget (too short under bursty load, too
-// costly when the machine is shared).
+// The reference spins only before the futex sleep, and rejected spinning on
+// the completion queue before io_uring_enter. The CQ alone shows little
+// here: with DEFER_TASKRUN a completion reaches it only once its thread
+// enters the kernel. The SQ ring's TASKRUN flag shows it at once; with it, a
+// fiber on another worker answering through a pipe or socket no longer costs
+// a sleep and a cross-CPU wake-up per message (pipe_pingpong at 2 workers:
+// about 2.7 times the round trips). Rejected: a fixed budget (too short under
+// bursty load, too costly when the machine is shared).
 #pragma once
 
 #include <chrono>

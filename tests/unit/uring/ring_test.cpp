@@ -264,6 +264,33 @@ TEST_CASE("uring ring: wait() with a timeout honours it while a submission is ou
   CHECK(op.buf[0] == 'k');
 }
 
+TEST_CASE("uring ring: work_visible() sees staged SQEs and queued completions without entering",
+          "[uring][ring]") {
+  auto ring = make_ring(8);
+  CHECK_FALSE(ring->work_visible());
+  Pipe pipe;
+  ReadOp op(pipe.read_fd);
+  ring->submit(&op);
+  CHECK(ring->work_visible());  // staged, not yet submitted
+  ring->service();
+  REQUIRE(op.calls == 0);
+  CHECK_FALSE(ring->work_visible());  // in flight, nothing to reap
+
+  // The write queues the read's completion work for this thread; from here
+  // only the rings' shared memory is read until it shows.
+  pipe.put('v');
+  const auto give_up = std::chrono::steady_clock::now() + 5s;
+  while (!ring->work_visible() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  CHECK(ring->work_visible());
+  CHECK(op.calls == 0);
+  ring->service();
+  CHECK(op.calls == 1);
+  CHECK(op.buf[0] == 'v');
+  CHECK_FALSE(ring->work_visible());
+}
+
 TEST_CASE("uring ring: an internal SQE flushes a full submission queue", "[uring][ring]") {
   test::OwnedWakeSource wake;  // declared first: outlives the ring that polls it
   auto ring = make_ring(4);

@@ -13,7 +13,8 @@
 
 namespace spindle {
 
-// Idle spinning before a worker parks (the reference's adaptive spinner).
+// Idle spinning before a worker parks (the reference's adaptive spinner): for
+// cross-thread wakes, and on io_uring for completions too.
 // `budget_us` is the initial and minimum spin budget, `max_budget_us` its cap;
 // a park shorter than `quick_wake_us` grows the budget. {0, 0, 0} disables it.
 struct IdleSpinner {

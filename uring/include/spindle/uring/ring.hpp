@@ -80,6 +80,13 @@ class Ring {
   std::size_t wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions = 1,
                    std::size_t max_completions = SIZE_MAX) noexcept;
 
+  // Whether service() would find work at once, read from the shared rings
+  // without a system call: SQEs or cancels staged, CQEs posted, or
+  // completion work the kernel has queued for this ring (IORING_SQ_TASKRUN,
+  // which it sets when it queues that work for a thread that is not
+  // waiting) or an overflowed CQ.
+  bool work_visible() const noexcept;
+
   // An SQE for an internal request whose user_data is `c`; flushes the
   // SQ first if it is full. Submitted by the next service() or wait().
   io_uring_sqe* internal_sqe(Completion* c) noexcept;
