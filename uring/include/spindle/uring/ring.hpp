@@ -81,10 +81,10 @@ class Ring {
                    std::size_t max_completions = SIZE_MAX) noexcept;
 
   // Whether service() would find work at once, read from the shared rings
-  // without a system call: SQEs or cancels staged, CQEs posted, or
-  // completion work the kernel has queued for this ring (IORING_SQ_TASKRUN,
-  // which it sets when it queues that work for a thread that is not
-  // waiting) or an overflowed CQ.
+  // without a system call: SQEs or cancels staged, CQEs posted, completion
+  // work the kernel has queued for this ring's thread (IORING_SQ_TASKRUN,
+  // set as it queues the first of such work and cleared when the thread
+  // runs it in io_uring_enter), or an overflowed CQ.
   bool work_visible() const noexcept;
 
   // An SQE for an internal request whose user_data is `c`; flushes the
