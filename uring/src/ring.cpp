@@ -18,14 +18,18 @@
 //     the SQ is full, the staged SQEs go to the kernel first (sqe()).
 //  2. service() / wait(): stage the requested cancels, then make ONE
 //     io_uring_enter that submits every staged SQE and collects completions
-//     (DEFER_TASKRUN runs completion work only there, on this thread).
+//     (DEFER_TASKRUN runs completion work only there, on this thread). With
+//     nothing to submit, service() enters only when the kernel has flagged
+//     completion work (IORING_SETUP_TASKRUN_FLAG): otherwise the call would
+//     find nothing.
 //  3. dispatch(): copy a batch of CQEs out of the CQ ring, advance the CQ head,
 //     then hand each copy to its record, up to the caller's maximum; the rest
 //     wait in the CQ for the next call. Copying first makes handlers free to
 //     submit, cancel and re-submit (even the operation being completed): nothing
 //     they do can disturb the iteration, and the CQ space is returned at once.
 //     More completions than the CQ holds wait in the kernel's overflow list
-//     (IORING_FEAT_NODROP, required at setup); peeking an empty CQ flushes it.
+//     (IORING_FEAT_NODROP, required at setup); dispatch() flushes it once the
+//     CQ ring is empty.
 //
 // Cancellation keeps the promise "on_complete runs only when the kernel holds no
 // reference to the operation or its buffers":
@@ -85,7 +89,10 @@ constexpr unsigned kMaxEntries = 32768;
 constexpr std::uint64_t kCancelTag = 1;
 constexpr std::uint64_t kCancelAllUserData = kCancelTag;
 // CQEs copied out of the CQ ring per round in dispatch().
-constexpr unsigned kDispatchBatch = 32;
+constexpr std::size_t kDispatchBatch = 32;
+// CQEs one io_uring_enter may post before the kernel leaves further
+// completion work unflagged (note_entered()), with a margin below its 20.
+constexpr unsigned kKernelWorkBatch = 16;
 
 static_assert(alignof(Operation) >= 2, "bit 0 of an Operation's address tags cancel CQEs");
 static_assert(alignof(Completion) >= 2, "bit 0 of a Completion's address tags cancel CQEs");
@@ -252,13 +259,17 @@ void Ring::cancel(Operation* op) noexcept {
 }
 
 bool Ring::work_visible() const noexcept {
-  if (cancel_head_ != nullptr || io_uring_sq_ready(&ring_) != 0 || io_uring_cq_ready(&ring_) != 0) {
+  if (cancel_head_ != nullptr || io_uring_sq_ready(&ring_) != 0 || io_uring_cq_ready(&ring_) != 0 ||
+      unflagged_work_possible_) {
     return true;
   }
-  // relaxed: a set flag only sends the caller into service(), whose
-  // io_uring_enter runs the work and orders what follows.
-  const unsigned flags = __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
-  return (flags & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
+  return (kernel_flags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
+}
+
+unsigned Ring::kernel_flags() const noexcept {
+  // relaxed: a set flag only sends the caller into io_uring_enter, which
+  // runs the work and orders what follows.
+  return __atomic_load_n(ring_.sq.kflags, __ATOMIC_RELAXED);
 }
 
 std::size_t Ring::service(std::size_t max_completions) noexcept {
@@ -268,13 +279,30 @@ std::size_t Ring::service(std::size_t max_completions) noexcept {
     // Enough CQEs wait already: submit without running completion work,
     // which would only post more behind them.
     if (io_uring_sq_ready(&ring_) != 0) check_enter_result(io_uring_submit(&ring_));
-  } else if (io_uring_sq_ready(&ring_) != 0 || in_flight_ != 0 || cancels_in_kernel_ != 0 ||
-             internal_outstanding_ != 0) {
-    // With nothing staged and nothing the kernel could complete, the syscall
-    // is skipped; CQEs already in the CQ ring (a flush of a full SQ) still go out.
+  } else if (enter_finds_work()) {
     check_enter_result(io_uring_submit_and_get_events(&ring_));
+    note_entered();
   }
+  // CQEs already in the CQ ring (a flush of a full SQ) go out even when the
+  // system call was skipped.
   return dispatch(max_completions);
+}
+
+bool Ring::enter_finds_work() const noexcept {
+  if (io_uring_sq_ready(&ring_) != 0) return true;
+  if (in_flight_ == 0 && cancels_in_kernel_ == 0 && internal_outstanding_ == 0) return false;
+  // With DEFER_TASKRUN a completion reaches the CQ only inside
+  // io_uring_enter, and the kernel flags the completion work it queues for
+  // it (work_visible()); an enter with neither would find nothing.
+  return !defer_taskrun_ || work_visible();
+}
+
+void Ring::note_entered() noexcept {
+  // The kernel runs a bounded batch of completion work per io_uring_enter
+  // (20 items since Linux 6.13) and keeps the rest without setting
+  // IORING_SQ_TASKRUN again: after an enter that posted that many CQEs,
+  // more may wait unflagged until the next enter.
+  unflagged_work_possible_ = io_uring_cq_ready(&ring_) >= kKernelWorkBatch;
 }
 
 std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
@@ -299,6 +327,7 @@ std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout, std::siz
       std::clamp<std::size_t>(completions, 1, std::max<std::size_t>(in_flight_, 1)));
   io_uring_cqe* cqe = nullptr;
   check_enter_result(io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, tsp, nullptr));
+  note_entered();
   return dispatch(max_completions);
 }
 
@@ -346,16 +375,26 @@ std::size_t Ring::dispatch(std::size_t max) noexcept {
   };
   dispatching_ = true;
   std::size_t handled = 0;
+  bool overflow_flushed = false;
   while (handled < max) {
-    io_uring_cqe* cqes[kDispatchBatch];
-    // Also flushes the kernel's CQ overflow list (IORING_FEAT_NODROP) when the
-    // CQ ring is empty and the kernel flagged an overflow.
-    const unsigned n = io_uring_peek_batch_cqe(
-        &ring_, cqes, static_cast<unsigned>(std::min<std::size_t>(kDispatchBatch, max - handled)));
-    if (n == 0) break;
+    const unsigned ready = io_uring_cq_ready(&ring_);
+    if (ready == 0) {
+      // The kernel's CQ overflow list (IORING_FEAT_NODROP) moves into an
+      // emptied CQ ring only inside io_uring_enter: once per dispatch.
+      // (liburing's peek would also enter for IORING_SQ_TASKRUN, which
+      // service() and wait() already handle.)
+      if (overflow_flushed || (kernel_flags() & IORING_SQ_CQ_OVERFLOW) == 0) break;
+      overflow_flushed = true;
+      check_enter_result(io_uring_get_events(&ring_));
+      continue;
+    }
+    const unsigned n =
+        static_cast<unsigned>(std::min<std::size_t>({ready, kDispatchBatch, max - handled}));
+    const unsigned head = *ring_.cq.khead;
     Reaped batch[kDispatchBatch];
     for (unsigned i = 0; i < n; ++i) {
-      batch[i] = Reaped{cqes[i]->user_data, cqes[i]->res, cqes[i]->flags};
+      const io_uring_cqe& cqe = ring_.cq.cqes[(head + i) & ring_.cq.ring_mask];
+      batch[i] = Reaped{cqe.user_data, cqe.res, cqe.flags};
     }
     io_uring_cq_advance(&ring_, n);
     for (unsigned i = 0; i < n; ++i) {

@@ -178,6 +178,21 @@ void Worker::suspend(Fiber* f, Suspend& s) noexcept {
   current_worker()->arrive(f);
 }
 
+bool Worker::take_io_turn() noexcept {
+  if (turns_left_ <= 0 || ready_here() || !remote_.mailbox_.empty()) return false;
+  if (placement() == Placement::kPool && !scheduler().global.empty()) return false;
+  --turns_left_;
+  remote_.stall_probe_.end_turn();
+  remote_.stall_probe_.begin_turn();
+  return true;
+}
+
+void Worker::service_io_in_turn() noexcept {
+  resuming_ = false;  // not a wake by the running fiber: no next-fiber slot
+  io_->service(completion_budget());
+  resuming_ = true;
+}
+
 void Worker::exit(Fiber* f) noexcept {
   Worker* w = current_worker();
   w->conclude(f);

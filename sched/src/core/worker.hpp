@@ -96,6 +96,16 @@ class Worker {
   // ready fiber when there is one within the batch (no detour through the
   // worker's own stack), else to the worker loop.
   static void suspend(Fiber* f, Suspend& s) noexcept;
+  // Whether the running fiber may have its next I/O operation completed
+  // within its own turn, without switching away (UringDriver's in-turn
+  // completion): nothing else is ready here or in the mailbox (or, for a
+  // pool worker, the global queue), and the batch has a turn left. Takes
+  // that turn: the stall probe and the batch count it as one, so the loop's
+  // service of timers and mail comes as soon as after kBatch fiber turns.
+  bool take_io_turn() noexcept;
+  // The I/O backend's service() from within the running fiber's turn: the
+  // fibers it completes queue as they do from the worker loop's service.
+  void service_io_in_turn() noexcept;
   // Ends the running fiber; never returns. Called on the fiber.
   [[noreturn]] static void exit(Fiber* f) noexcept;
   // First thing on a fiber's stack after a switch to it (a resume or its

@@ -413,6 +413,7 @@ int EpollDriver::attempt(const IoOp& op, Watched* w, std::uint32_t events) noexc
 Result<int> EpollDriver::park(Fiber* f, const IoOp& op, const IoOptions& options,
                               EpollRequest::Mode mode, std::uint32_t events) {
   EpollRequest r(*this, f, op, options, mode, events, &self_);
+  count_started();
   park_on_io(r, &publish);
   return io_result(r);
 }

@@ -84,7 +84,7 @@ Result<int> run_io(const IoOp& op, const IoOptions& options) {
   IoDriver& d = driver_of(*w);
   Result<int> r = scoped ? run_scoped(op, options, f->scope_deadline)
                   : d.kind() == IoBackendKind::kIoUring
-                      ? static_cast<UringDriver&>(d).run(f, op, options)
+                      ? static_cast<UringDriver&>(d).run(*w, f, op, options)
                       : d.perform(f, op, options);
   if (!r && again(r.error())) [[unlikely]]
     run_again(f, op, options, r);

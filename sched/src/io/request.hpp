@@ -65,14 +65,13 @@ inline void published(IoRequest& r) noexcept {
   }
 }
 
-// Parks the calling fiber `r.fiber` on `r`, counted in flight on its
-// driver, and returns when complete_io(r) has made it ready again, on
-// whatever worker. `publish(&r)` runs on the worker once the fiber's context
-// is saved and its park armed: it hands `r` to the backend, then calls
-// published(r).
+// Parks the calling fiber `r.fiber` on `r`, which the caller has counted in
+// flight on its driver (count_started), and returns when complete_io(r) has
+// made it ready again, on whatever worker. `publish(&r)` runs on the worker
+// once the fiber's context is saved and its park armed: it hands `r` to the
+// backend (unless the backend holds it already), then calls published(r).
 inline void park_on_io(IoRequest& r, void (*publish)(void* request) noexcept) noexcept {
   Fiber* f = r.fiber;
-  r.driver.count_started();
   f->io_request = &r;
   f->waiting_on = "io";
   Suspend s;

@@ -1,14 +1,19 @@
 // The io_uring backend: the life of one operation, from the fiber to its SQE
 // and back.
 //
-//   perform()        on the fiber: a UringRequest on its stack, park_on_io()
-//   start()          on the worker, once the fiber's context is saved and its
+//   run()            on the fiber: a UringRequest on its stack, park_on_io()
+//   publish()        on the worker, once the fiber's context is saved and its
 //                    park armed: Ring::submit() has prepare_sqe() fill the SQE
 //   service()/wait() one io_uring_enter hands the turn's SQEs to the kernel;
 //                    a later one reaps the CQE
 //   on_cqe()         the CQE (and the cancel's, if one was issued): complete_io()
 //                    makes the fiber ready
-//   perform() returns on the fiber, on whatever worker now runs it.
+//   run() returns on the fiber, on whatever worker now runs it.
+//
+// When nothing else is ready on the worker, run() first submits the SQE and
+// services the ring itself, within the fiber's turn (complete_in_turn): an
+// operation the kernel completes at once then costs one io_uring_enter and
+// no switch. Otherwise the fiber parks as above, its SQE already submitted.
 //
 // A deadline or an abort only asks for a cancel (Ring::cancel); the request
 // still ends by its own CQE, after which the kernel holds nothing of it.
@@ -174,7 +179,15 @@ void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t) noexce
   // waiting for its pipe) may report the kernel's own restart codes
   // (ERESTARTSYS to ERESTART_RESTARTBLOCK): to us that is EINTR.
   if (res <= -kErestartSys && res >= -kErestartLast) res = -EINTR;
-  complete_io(*static_cast<UringRequest*>(self), res);
+  auto& r = *static_cast<UringRequest*>(self);
+  if (r.in_turn) {
+    // Its fiber is running, inside complete_in_turn(): nothing to wake.
+    r.in_turn = false;
+    r.driver.count_ended();
+    r.result = res;
+    return;
+  }
+  complete_io(r, res);
 }
 
 UringDriver::UringDriver(const Config& config, EventFd& wake)
@@ -204,7 +217,18 @@ bool UringDriver::supports(IoCode code) const noexcept {
 }
 
 Result<int> UringDriver::perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept {
-  return run(f, op, options);
+  return run(*current_worker(), f, op, options);
+}
+
+bool UringDriver::complete_in_turn(Worker& w, UringRequest& r) noexcept {
+  r.in_turn = true;
+  ring_.submit(&r);
+  w.service_io_in_turn();
+  if (!r.in_turn) return true;
+  // Still in the kernel. Until the fiber's park is armed nothing can
+  // complete it: only this worker's thread, running the fiber, reaps CQEs.
+  r.in_turn = false;
+  return false;
 }
 
 Result<int> UringDriver::perform_without_opcode(Fiber* f, const IoOp& op,
@@ -217,7 +241,7 @@ Result<int> UringDriver::perform_without_opcode(Fiber* f, const IoOp& op,
   }
   IoOp poll(IoCode::kPoll, op.fd);
   poll.events = POLLIN;
-  if (auto r = issue(f, poll, options); !r) return r;
+  if (auto r = issue(*current_worker(), f, poll, options); !r) return r;
   return errno_failure(EINTR);
 }
 
@@ -225,6 +249,10 @@ void UringDriver::publish(void* request) noexcept {
   auto& r = *static_cast<UringRequest*>(static_cast<IoRequest*>(request));
   static_cast<UringDriver&>(r.driver).ring_.submit(&r);
   published(r);
+}
+
+void UringDriver::published_in_turn(void* request) noexcept {
+  published(*static_cast<IoRequest*>(request));
 }
 
 void UringDriver::cancel(IoRequest& r) noexcept { ring_.cancel(static_cast<UringRequest*>(&r)); }

@@ -10,8 +10,8 @@
 
 namespace spindle::detail {
 
-// An operation as one SQE: the request of its parked fiber, and the ring's
-// record of it. On the parked fiber's stack.
+// An operation as one SQE: the request of its fiber, and the ring's record
+// of it. On the fiber's stack.
 struct UringRequest final : IoRequest, uring::Operation {
   UringRequest(IoDriver& d, Fiber* f, const IoOp& o, const IoOptions& options) noexcept
       : IoRequest(d, f, o, options), uring::Operation(&prepare, &on_cqe) {}
@@ -20,6 +20,10 @@ struct UringRequest final : IoRequest, uring::Operation {
   static void prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept;
   // On the owning worker, when the CQE (and any cancel's CQE) arrived.
   static void on_cqe(uring::Operation* self, int res, std::uint32_t flags) noexcept;
+
+  // Submitted from the fiber's turn, which has not switched away: a CQE
+  // then only records the result and clears this.
+  bool in_turn = false;
 };
 
 // Worker-affine: the ring is single-issuer.
@@ -38,7 +42,8 @@ class UringDriver final : public IoDriver {
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   // perform() itself, which run_io calls without the virtual dispatch when
   // its worker's backend is this one (kind() is kIoUring): inlined there.
-  [[gnu::always_inline]] Result<int> run(Fiber* f, const IoOp& op,
+  // `w`: the worker running `f`, whose backend this is.
+  [[gnu::always_inline]] Result<int> run(Worker& w, Fiber* f, const IoOp& op,
                                          const IoOptions& options) noexcept {
     if (auto refused = refusal(*this, f, options)) [[unlikely]]
       return failure(*refused);
@@ -46,24 +51,38 @@ class UringDriver final : public IoDriver {
         [[unlikely]] {
       return perform_without_opcode(f, op, options);
     }
-    return issue(f, op, options);
+    return issue(w, f, op, options);
   }
   void cancel(IoRequest& r) noexcept override;
   // Nothing of this backend goes to the blocking pool by message.
   void offload_done(Fiber* fiber) noexcept override;
 
  private:
-  // `op` as one SQE: parks the fiber until its CQE.
-  [[gnu::always_inline]] Result<int> issue(Fiber* f, const IoOp& op,
+  // `op` as one SQE. When the worker has nothing else to run, the fiber
+  // submits it itself and collects what the kernel completes at once
+  // (complete_in_turn); it parks only if its own CQE is not among them.
+  // Otherwise it parks at once and the SQE goes out with the worker's batch.
+  [[gnu::always_inline]] Result<int> issue(Worker& w, Fiber* f, const IoOp& op,
                                            const IoOptions& options) noexcept {
     UringRequest r(*this, f, op, options);
-    park_on_io(r, &publish);
+    count_started();
+    if (!op.expect_wait && w.take_io_turn()) {
+      if (complete_in_turn(w, r)) return io_result(r);
+      park_on_io(r, &published_in_turn);
+    } else {
+      park_on_io(r, &publish);
+    }
     return io_result(r);
   }
+  // Submits `r` and services the ring from the fiber's turn; true if `r`
+  // completed there (nothing of it remains in the kernel).
+  bool complete_in_turn(Worker& w, UringRequest& r) noexcept;
   // An operation whose opcode this kernel's ring lacks (supports() is false).
   [[gnu::noinline]] Result<int> perform_without_opcode(Fiber* f, const IoOp& op,
                                                        const IoOptions& options) noexcept;
   static void publish(void* request) noexcept;
+  // publish() of a request that complete_in_turn() submitted already.
+  static void published_in_turn(void* request) noexcept;
 
   EventFd& wake_;
   uring::WakeSource wake_poll_;  // before ring_, which must be destroyed first

@@ -76,6 +76,88 @@ TEST_CASE("io reads and writes a pipe", "[io]") {
   });
 }
 
+// Writes a byte to `p` and reads it back until `stop` is set, at most
+// `limit` times: operations the kernel completes at once (on io_uring within
+// the fiber's own turn when nothing else is ready). Returns the round trips.
+std::uint64_t loop_until(Pipe& p, const std::atomic<bool>& stop, std::uint64_t limit) {
+  std::uint64_t n = 0;
+  char c = 0;
+  while (!stop.load() && n < limit) {
+    REQUIRE(pipe_write(p.w, "x", 1).value() == 1);
+    REQUIRE(pipe_read(p.r, &c, 1).value() == 1);
+    ++n;
+  }
+  return n;
+}
+
+TEST_CASE("a fiber whose I/O completes at once still lets timers and other fibers run", "[io]") {
+  spindle::test::on_workers(
+      [] {
+        Pipe p;
+        std::atomic<bool> woke{false};
+        auto sleeper = spindle::spawn([&] {
+          (void)tf::sleep_for(2ms);
+          woke = true;
+        });
+        // Without a turn budget the loop would run to its limit (minutes)
+        // before the sleeper's timer is looked at.
+        const std::uint64_t n = loop_until(p, woke, 2'000'000);
+        CHECK(woke.load());
+        CHECK(n < 2'000'000);
+        CHECK(sleeper.join());
+      },
+      {1});
+}
+
+TEST_CASE("a fiber whose I/O completes at once still sees a wake from another thread", "[io]") {
+  spindle::test::on_workers(
+      [] {
+        Pipe p;
+        spindle::Channel<int> ch(1);
+        std::atomic<bool> received{false};
+        auto receiver = spindle::spawn([&] {
+          received = ch.recv().value() == 7;
+          return received.load();
+        });
+        REQUIRE(tf::yield());  // the receiver parks
+        std::atomic<bool> sent{false};
+        std::thread sender([&] {
+          std::this_thread::sleep_for(2ms);
+          sent = ch.send(7).has_value();
+        });
+        const std::uint64_t n = loop_until(p, received, 2'000'000);
+        sender.join();
+        CHECK(sent.load());
+        CHECK(n < 2'000'000);
+        CHECK(receiver.join().value());
+      },
+      {1, 2});
+}
+
+TEST_CASE("an aborted fiber's I/O that completes at once fails at the next call", "[io][abort]") {
+  spindle::test::on_workers(
+      [] {
+        Pipe p;
+        std::error_code ended;  // why the loop ended; read after the join
+        auto looper = spindle::spawn([&] {
+          char c = 0;
+          for (std::uint64_t i = 0; i < 2'000'000; ++i) {
+            auto w = pipe_write(p.w, "x", 1);
+            if (!w) return void(ended = w.error());
+            auto r = pipe_read(p.r, &c, 1);
+            if (!r) return void(ended = r.error());
+          }
+        });
+        (void)tf::sleep_for(2ms);
+        looper.abort();
+        const auto r = looper.join();
+        REQUIRE_FALSE(r);
+        CHECK(r.error() == errc::aborted);
+        CHECK(ended == errc::aborted);
+      },
+      {1});
+}
+
 TEST_CASE("io_op runs any SQE on the ring", "[io]") {
   spindle::test::on_workers([] {
     skip_unless_io_uring("io_op");

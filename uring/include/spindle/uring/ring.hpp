@@ -68,10 +68,12 @@ class Ring {
 
   // Stages pending cancels, submits every staged SQE and dispatches the CQEs
   // available, at most `max_completions` of them (the rest wait in the CQ for
-  // the next call), with one io_uring_enter: none if nothing is staged or
-  // outstanding; one without collecting completions if the CQ already holds
-  // `max_completions`; one more only to flush a full SQ or the kernel's CQ
-  // overflow list. Returns the CQEs handled.
+  // the next call), with one io_uring_enter: none if nothing is staged and
+  // nothing outstanding could have completed (with DEFER_TASKRUN: the kernel
+  // has flagged no completion work, see work_visible()); one without
+  // collecting completions if the CQ already holds `max_completions`; one
+  // more only to flush a full SQ or the kernel's CQ overflow list. Returns
+  // the CQEs handled.
   std::size_t service(std::size_t max_completions = SIZE_MAX) noexcept;
 
   // Like service(), but blocks until `completions` CQEs are ready (at most as
@@ -84,7 +86,8 @@ class Ring {
   // without a system call: SQEs or cancels staged, CQEs posted, completion
   // work the kernel has queued for this ring's thread (IORING_SQ_TASKRUN,
   // set as it queues the first of such work and cleared when the thread
-  // runs it in io_uring_enter), or an overflowed CQ.
+  // runs it in io_uring_enter), an overflowed CQ, or an enter that posted so
+  // many CQEs that the kernel may have kept more back unflagged.
   bool work_visible() const noexcept;
 
   // An SQE for an internal request whose user_data is `c`; flushes the
@@ -105,6 +108,12 @@ class Ring {
   friend class Operation;
   void prepare(Operation* op) noexcept;  // into an SQE; op becomes kInFlight
   void stage_cancels() noexcept;
+  // service()'s test before its io_uring_enter.
+  bool enter_finds_work() const noexcept;
+  // After each io_uring_enter that ran completion work: sets
+  // unflagged_work_possible_.
+  void note_entered() noexcept;
+  unsigned kernel_flags() const noexcept;  // the SQ ring's flags word
   std::size_t dispatch(std::size_t max) noexcept;
   void finish(Operation* op) noexcept;
   io_uring_sqe* sqe() noexcept;
@@ -122,7 +131,10 @@ class Ring {
   unsigned entries_ = 0;
   bool defer_taskrun_ = false;
   bool dispatching_ = false;  // inside dispatch(): handlers may not service()/wait()
-  bool closing_ = false;      // inside ~Ring(): no new submissions
+  // The last io_uring_enter may have left completion work in the kernel
+  // without IORING_SQ_TASKRUN set (note_entered()).
+  bool unflagged_work_possible_ = false;
+  bool closing_ = false;  // inside ~Ring(): no new submissions
   // Invariant: in_flight_ == number of kInFlight ops whose own CQE is not yet
   // reaped.
   std::size_t in_flight_ = 0;
