@@ -90,9 +90,6 @@ constexpr std::uint64_t kCancelTag = 1;
 constexpr std::uint64_t kCancelAllUserData = kCancelTag;
 // CQEs copied out of the CQ ring per round in dispatch().
 constexpr std::size_t kDispatchBatch = 32;
-// CQEs one io_uring_enter may post before the kernel leaves further
-// completion work unflagged (note_entered()), with a margin below its 20.
-constexpr unsigned kKernelWorkBatch = 16;
 
 static_assert(alignof(Operation) >= 2, "bit 0 of an Operation's address tags cancel CQEs");
 static_assert(alignof(Completion) >= 2, "bit 0 of a Completion's address tags cancel CQEs");
@@ -259,8 +256,7 @@ void Ring::cancel(Operation* op) noexcept {
 }
 
 bool Ring::work_visible() const noexcept {
-  if (cancel_head_ != nullptr || io_uring_sq_ready(&ring_) != 0 || io_uring_cq_ready(&ring_) != 0 ||
-      unflagged_work_possible_) {
+  if (cancel_head_ != nullptr || io_uring_sq_ready(&ring_) != 0 || io_uring_cq_ready(&ring_) != 0) {
     return true;
   }
   return (kernel_flags() & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) != 0;
@@ -281,7 +277,6 @@ std::size_t Ring::service(std::size_t max_completions) noexcept {
     if (io_uring_sq_ready(&ring_) != 0) check_enter_result(io_uring_submit(&ring_));
   } else if (enter_finds_work()) {
     check_enter_result(io_uring_submit_and_get_events(&ring_));
-    note_entered();
   }
   // CQEs already in the CQ ring (a flush of a full SQ) go out even when the
   // system call was skipped.
@@ -293,16 +288,10 @@ bool Ring::enter_finds_work() const noexcept {
   if (in_flight_ == 0 && cancels_in_kernel_ == 0 && internal_outstanding_ == 0) return false;
   // With DEFER_TASKRUN a completion reaches the CQ only inside
   // io_uring_enter, and the kernel flags the completion work it queues for
-  // it (work_visible()); an enter with neither would find nothing.
+  // it (work_visible()), including what an enter leaves for the next one
+  // (it runs a bounded batch per call): an enter with neither would find
+  // nothing.
   return !defer_taskrun_ || work_visible();
-}
-
-void Ring::note_entered() noexcept {
-  // The kernel runs a bounded batch of completion work per io_uring_enter
-  // (20 items since Linux 6.13) and keeps the rest without setting
-  // IORING_SQ_TASKRUN again: after an enter that posted that many CQEs,
-  // more may wait unflagged until the next enter.
-  unflagged_work_possible_ = io_uring_cq_ready(&ring_) >= kKernelWorkBatch;
 }
 
 std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
@@ -327,7 +316,6 @@ std::size_t Ring::wait(std::optional<std::chrono::nanoseconds> timeout, std::siz
       std::clamp<std::size_t>(completions, 1, std::max<std::size_t>(in_flight_, 1)));
   io_uring_cqe* cqe = nullptr;
   check_enter_result(io_uring_submit_and_wait_timeout(&ring_, &cqe, wait_nr, tsp, nullptr));
-  note_entered();
   return dispatch(max_completions);
 }
 

@@ -86,8 +86,8 @@ class Ring {
   // without a system call: SQEs or cancels staged, CQEs posted, completion
   // work the kernel has queued for this ring's thread (IORING_SQ_TASKRUN,
   // set as it queues the first of such work and cleared when the thread
-  // runs it in io_uring_enter), an overflowed CQ, or an enter that posted so
-  // many CQEs that the kernel may have kept more back unflagged.
+  // runs it in io_uring_enter, set again if it leaves some for later), or an
+  // overflowed CQ.
   bool work_visible() const noexcept;
 
   // An SQE for an internal request whose user_data is `c`; flushes the
@@ -110,9 +110,6 @@ class Ring {
   void stage_cancels() noexcept;
   // service()'s test before its io_uring_enter.
   bool enter_finds_work() const noexcept;
-  // After each io_uring_enter that ran completion work: sets
-  // unflagged_work_possible_.
-  void note_entered() noexcept;
   unsigned kernel_flags() const noexcept;  // the SQ ring's flags word
   std::size_t dispatch(std::size_t max) noexcept;
   void finish(Operation* op) noexcept;
@@ -131,10 +128,7 @@ class Ring {
   unsigned entries_ = 0;
   bool defer_taskrun_ = false;
   bool dispatching_ = false;  // inside dispatch(): handlers may not service()/wait()
-  // The last io_uring_enter may have left completion work in the kernel
-  // without IORING_SQ_TASKRUN set (note_entered()).
-  bool unflagged_work_possible_ = false;
-  bool closing_ = false;  // inside ~Ring(): no new submissions
+  bool closing_ = false;      // inside ~Ring(): no new submissions
   // Invariant: in_flight_ == number of kInFlight ops whose own CQE is not yet
   // reaped.
   std::size_t in_flight_ = 0;
