@@ -177,6 +177,30 @@ TEST_CASE("io_op runs any SQE on the ring", "[io]") {
   });
 }
 
+TEST_CASE("io_op's SQE holds nothing of the request that used it before", "[io]") {
+  spindle::test::on_workers(
+      [] {
+        skip_unless_io_uring("io_op");
+        // A ring of two SQEs: the third preparation reuses the first's entry.
+        // Each NOP asking for a provided buffer fails (NOP takes none); a NOP
+        // whose SQE is set by hand, opcode only, must not inherit that flag.
+        for (int i = 0; i < 2; ++i) {
+          auto r = spindle::io_op([](io_uring_sqe* sqe) noexcept {
+            io_uring_prep_nop(sqe);
+            sqe->flags = IOSQE_BUFFER_SELECT;
+          });
+          REQUIRE_FALSE(r);
+          CHECK(r.error() == std::errc::operation_not_supported);
+        }
+        for (int i = 0; i < 2; ++i) {
+          CHECK(spindle::io_op([](io_uring_sqe* sqe) noexcept {
+                  sqe->opcode = IORING_OP_NOP;
+                }).value() == 0);
+        }
+      },
+      {1}, spindle::Config{.ring_entries = 2});
+}
+
 TEST_CASE("yield_to_io runs the fibers whose operations completed first", "[io]") {
   spindle::test::on_workers(
       [] {
