@@ -343,6 +343,11 @@ int run(const Options& o) {
             error = fmt::format("{}: {}", label, res.error);
             break;
           }
+          // The row is named as in the table: one measurement may serve
+          // several rows (echo on either backend; spindle's ping_pong as
+          // select_pingpong's baseline).
+          res.row->workload = v.name;
+          res.row->impl = impl;
           if (o.verbose) {
             fmt::print(stderr, "[spindle-perf] {}: {} in {:.3f} s, cpu {:.3f} s\n", label,
                        show(v.headline, *res.row), res.row->seconds, res.row->extra("cpu_s"));

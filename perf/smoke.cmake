@@ -85,6 +85,20 @@ foreach(workload https https_handshake)
                   "wrk: '${WRK}', nginx: '${NGINX}' with its SSL module, openssl: '${OPENSSL}'")
 endforeach()
 
+# Each row is one (workload, impl): a measurement shared by two rows (echo on
+# either backend) must still come out under each row's own name.
+set(keys "")
+foreach(line IN LISTS lines)
+  string(REGEX MATCH "^{\"workload\":\"[^\"]*\",\"impl\":\"[^\"]*\"" key "${line}")
+  list(APPEND keys "${key}")
+endforeach()
+set(unique_keys ${keys})
+list(REMOVE_DUPLICATES unique_keys)
+list(LENGTH unique_keys unique_count)
+if(NOT unique_count EQUAL count)
+  set(errors "${errors} ${count} rows but ${unique_count} distinct (workload, impl) pairs;")
+endif()
+
 if(NOT other_count EQUAL ROWS)
   set(errors "${errors} ${other_count} other rows, expected ${ROWS};")
 endif()
