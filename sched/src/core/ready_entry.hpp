@@ -35,6 +35,12 @@ inline bool is_spawn_entry(const ReadyEntry* e) noexcept {
   return (reinterpret_cast<std::uintptr_t>(e) & 1) != 0;
 }
 
+// The fiber of entry `e`, which must not be dereferenced before the entry is
+// claimed unless it is a ready fiber's (!is_spawn_entry(e)).
+inline Fiber* entry_fiber(const ReadyEntry* e) noexcept {
+  return reinterpret_cast<Fiber*>(reinterpret_cast<std::uintptr_t>(e) & ~std::uintptr_t{1});
+}
+
 // claim_entry() of a spawn entry, whose tag is already cleared from `f`.
 Fiber* claim_spawned(Fiber* f) noexcept;
 
@@ -42,9 +48,8 @@ Fiber* claim_spawned(Fiber* f) noexcept;
 // fiber a joiner claimed first (the entry's reference is dropped then).
 // Called by whoever took `e` from its queue.
 inline Fiber* claim_entry(ReadyEntry* e) noexcept {
-  const auto bits = reinterpret_cast<std::uintptr_t>(e);
-  auto* f = reinterpret_cast<Fiber*>(bits & ~std::uintptr_t{1});
-  return (bits & 1) == 0 ? f : claim_spawned(f);
+  Fiber* f = entry_fiber(e);
+  return is_spawn_entry(e) ? claim_spawned(f) : f;
 }
 
 }  // namespace spindle::detail

@@ -411,7 +411,27 @@ Fiber* Worker::take_local() noexcept {
       claimed_end_ = remote_.run_queue_.pop_batch(claimed_.data(), claimed_.size());
       if (claimed_end_ == 0) return nullptr;
     }
-    if (Fiber* f = claim_entry(claimed_[claimed_next_++])) return f;
+    if (Fiber* f = claim_entry(claimed_[claimed_next_++])) {
+      prefetch_ahead();
+      return f;
+    }
+  }
+}
+
+void Worker::prefetch_ahead() const noexcept {
+  if (claimed_next_ + 1 < claimed_end_) {
+    // The lines of the fields a resume and an I/O call touch. Only
+    // addresses: a spawn entry's fiber may be running on a joiner's worker.
+    const Fiber* after = entry_fiber(claimed_[claimed_next_ + 1]);
+    __builtin_prefetch(after);
+    __builtin_prefetch(&after->io_request);
+    __builtin_prefetch(&after->context);
+  }
+  if (claimed_next_ < claimed_end_ && !is_spawn_entry(claimed_[claimed_next_])) {
+    // A ready fiber's entry is this worker's to run: nothing else touches
+    // the fiber, so its fields can be read.
+    const Fiber* next = entry_fiber(claimed_[claimed_next_]);
+    if (next->io_request != nullptr) next->context->prefetch();
   }
 }
 

@@ -52,6 +52,19 @@ class Context {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  // How far above a suspended context's saved stack pointer prefetch()
+  // reaches: its saved registers and the innermost frames a resume returns
+  // through (a parked I/O call's chain is about this deep).
+  static constexpr std::size_t kPrefetchBytes = 1024;
+
+  // Asks the CPU to fetch the top kPrefetchBytes of this suspended context's
+  // stack, so that a switch to it soon after finds them cached. Only a hint:
+  // it changes no state and never faults, whatever the context's state.
+  void prefetch() const noexcept {
+    const char* top = static_cast<const char*>(fctx_);
+    for (std::size_t i = 0; i < kPrefetchBytes; i += 64) __builtin_prefetch(top + i);
+  }
+
  private:
   friend void* switch_context(Context& from, Context& to, void* data) noexcept;
   friend void exit_to(Context& from, Context& to, void* data) noexcept;
