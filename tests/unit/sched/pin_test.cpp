@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime_harness.hpp"
+#include "thread_now.hpp"
 
 using namespace std::chrono_literals;
 using spindle::Clock;
@@ -37,7 +38,7 @@ int wander(std::thread::id home, int steps) {
   int moved = 0;
   for (int k = 0; k < steps; ++k) {
     (void)(k % 5 == 4 ? tf::sleep_for(100us) : tf::yield());
-    if (std::this_thread::get_id() != home) ++moved;
+    if (spindle::test::thread_now() != home) ++moved;
   }
   return moved;
 }
@@ -59,7 +60,7 @@ TEST_CASE("pin: a pinned fiber stays on its worker across yields and sleeps", "[
             int moved = 0;
             {
               PinToWorker pin;
-              moved += wander(std::this_thread::get_id(), kSteps);
+              moved += wander(spindle::test::thread_now(), kSteps);
             }
             // Free again: no assertion about where it runs now.
             for (int k = 0; k < 20; ++k) (void)tf::yield();
@@ -82,7 +83,7 @@ TEST_CASE("pin: scopes nest and the outermost one decides", "[pin]") {
         auto h = spindle::spawn([] {
           int moved = 0;
           PinToWorker outer;
-          const auto home = std::this_thread::get_id();
+          const auto home = spindle::test::thread_now();
           {
             PinToWorker inner;
             moved += wander(home, kSteps / 2);
@@ -113,7 +114,7 @@ TEST_CASE("pin: a pinned fiber woken from other workers and threads resumes on i
         std::atomic<bool> pinned_ready{false};
         auto pinned = spindle::spawn([&] {
           PinToWorker pin;
-          const auto home = std::this_thread::get_id();
+          const auto home = spindle::test::thread_now();
           pinned_ready = true;
           int moved = 0;
           long sum = 0;
@@ -122,17 +123,17 @@ TEST_CASE("pin: a pinned fiber woken from other workers and threads resumes on i
             auto r = ch.recv();
             if (!r) return -1;
             sum += *r;
-            if (std::this_thread::get_id() != home) ++moved;
+            if (spindle::test::thread_now() != home) ++moved;
           }
           // Permits released by a plain thread.
           for (int i = 0; i < 20; ++i) {
             if (!sem.acquire()) return -1;
-            if (std::this_thread::get_id() != home) ++moved;
+            if (spindle::test::thread_now() != home) ++moved;
           }
           // A mutex handed over by fibers elsewhere.
           for (int i = 0; i < 50; ++i) {
             m.lock();
-            if (std::this_thread::get_id() != home) ++moved;
+            if (spindle::test::thread_now() != home) ++moved;
             m.unlock();
             (void)tf::yield();
           }

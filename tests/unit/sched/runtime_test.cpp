@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime_harness.hpp"
+#include "thread_now.hpp"
 
 using namespace std::chrono_literals;
 using spindle::errc;
@@ -56,9 +57,9 @@ TEST_CASE("a run ignores SIGPIPE at its default action, and keeps a handler the 
 TEST_CASE("the root runs on the calling thread", "[runtime]") {
   const auto caller = std::this_thread::get_id();
   spindle::test::on_workers([caller] {
-    CHECK(std::this_thread::get_id() == caller);
+    CHECK(spindle::test::thread_now() == caller);
     (void)tf::sleep_for(1ms);
-    CHECK(std::this_thread::get_id() == caller);  // the root is pinned to worker 0
+    CHECK(spindle::test::thread_now() == caller);  // the root is pinned to worker 0
   });
 }
 
@@ -448,9 +449,9 @@ TEST_CASE("spawn_dedicated runs on its own thread and its children run on the po
     std::set<std::thread::id> pool;
     pool.insert(std::this_thread::get_id());
     auto h = spindle::spawn_dedicated([] {
-      const auto me = std::this_thread::get_id();
+      const auto me = spindle::test::thread_now();
       (void)tf::sleep_for(1ms);
-      const bool stayed = std::this_thread::get_id() == me;  // pinned to its thread
+      const bool stayed = spindle::test::thread_now() == me;  // pinned to its thread
       auto child = spindle::spawn([] { return std::this_thread::get_id(); });
       return std::make_tuple(me, stayed, child.join().value());
     });
