@@ -344,6 +344,11 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
     sample(family("runtime_steals_total", "Successful steals from another worker's run queue.",
                   MetricType::Counter),
            value(StatSlot::index(Stat::kSteals)));
+    sample(family("runtime_io_hand_overs_total",
+                  "Fibers an idle worker's I/O woke alone and that it passed to another worker "
+                  "spinning idle on its own I/O.",
+                  MetricType::Counter),
+           value(StatSlot::index(Stat::kHandOvers)));
     sample(family("runtime_global_queue_depth", "Fibers waiting in the global queue.",
                   MetricType::Gauge),
            global_ ? static_cast<double>(global_->len()) : 0.0);

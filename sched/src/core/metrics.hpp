@@ -75,6 +75,7 @@ struct TaskRecord {
 enum class Stat : std::uint8_t {
   kWorkerParks,
   kSteals,
+  kHandOvers,          // lone I/O-woken fibers passed to a worker spinning on its own I/O
   kPendingOperations,  // a gauge the worker stores after each I/O service
   kIoLimitRefusals,
   kCount,

@@ -266,6 +266,9 @@ void Worker::start(Fiber* f, fiber::Stack stack) noexcept {
 }
 
 void Worker::resume(Fiber* f) noexcept {
+  if (remote_.io_spinning.load(std::memory_order_relaxed)) {
+    remote_.io_spinning.store(false, std::memory_order_relaxed);
+  }
   resuming_ = true;
   resume_one(f);
   resuming_ = false;
@@ -453,14 +456,17 @@ Fiber* Worker::take_global() noexcept {
   return take_local();
 }
 
-void Worker::run_batch() noexcept {
+bool Worker::run_batch() noexcept {
   batch_ms_ = coarse_now_ms();
   turns_left_ = kBatch;
+  bool ran = false;
   while (turns_left_ > 0) {
     Fiber* f = take_next();
-    if (!f) return;
+    if (!f) break;
     resume(f);
+    ran = true;
   }
+  return ran;
 }
 
 Fiber* Worker::take_stolen() noexcept {
@@ -514,12 +520,46 @@ bool Worker::more_work_to_find() const noexcept {
   return false;
 }
 
+// Two fibers that answer each other through the kernel (the ends of a pipe,
+// a socket pair, a loopback connection) on two workers would pay a
+// cross-worker hand-off per message, each worker waking or spinning for the
+// other's. When one of them is the only fiber this idle worker's service
+// made ready (a completion, usually), and another worker has just gone idle
+// spinning on its own I/O (whose fiber, likely the other end, parked a
+// moment ago), that worker runs it: from then on the pair answers each other
+// there, within one worker's turns. Stealing spreads them again once one
+// worker has more than it can run.
+void Worker::pass_lone_fiber() noexcept {
+  if (!next_.empty() || !pinned_ready_.empty() || claimed_next_ != claimed_end_ ||
+      remote_.run_queue_.len() != 1 || !remote_.mailbox_.empty()) {
+    return;
+  }
+  Scheduler& s = scheduler();
+  for (WorkerRemote* w : s.workers) {
+    if (w == &remote_ || !w->io_spinning.load(std::memory_order_relaxed)) continue;
+    ReadyEntry* e = remote_.run_queue_.pop();
+    if (e == nullptr) return;  // stolen meanwhile
+    if (is_spawn_entry(e)) {
+      put_queue(e);  // not started: a joiner may claim it; it stays here
+      return;
+    }
+    // By mail into its next-fiber slot: from a queue, a thief (this worker
+    // first) could take it back before it runs there.
+    w->send({MailMessage::Kind::kAdopt, entry_fiber(e), 0});
+    stats_->add(Stat::kHandOvers, 1);
+    return;
+  }
+}
+
 void Worker::apply_mail() noexcept {
   remote_.mailbox_.take(mail_);
   for (const MailMessage& m : mail_) {
     switch (m.kind) {
       case MailMessage::Kind::kResume:
         pinned_ready_.push_back(m.fiber);
+        break;
+      case MailMessage::Kind::kAdopt:
+        put_next(m.fiber);  // unstealable: it came here to run here
         break;
       case MailMessage::Kind::kCancelIo:
         io_->cancel_parked(m.fiber, m.epoch);
@@ -619,9 +659,13 @@ void Worker::park() noexcept {
       // (Whether another worker is awake is no guide: it may be spinning
       // here too, idle bit set, about to run the fiber that answers.)
       const bool spin_on_io = io_->sees_completions() && pool && s.workers.size() > 1;
+      if (spin_on_io) remote_.io_spinning.store(true, std::memory_order_relaxed);
       const bool found = spin_on_io && spinner_.spin([this, &parker] {
         return parker.signalled() || io_->work_visible();
       });
+      // Still idle after a wake that brought nothing to run (a wake to watch):
+      // it spins again at its next park. Cleared when it sleeps or runs a fiber.
+      if (!found) remote_.io_spinning.store(false, std::memory_order_relaxed);
       if (!found && parker.arm_eventfd()) {
         const Deadline start = spin_on_io ? Clock::now() : Deadline{};
         io_->wait(timeout, completions, completion_budget());
@@ -643,9 +687,12 @@ void Worker::run_pool() {
   s.roster.join(&remote_);
   for (;;) {
     s.roster.hold_if_requested(&remote_);
-    run_batch();
+    const bool ran = run_batch();
     service();
-    if (ready_here()) continue;
+    if (ready_here()) {
+      if (!ran) pass_lone_fiber();
+      continue;
+    }
     if (index() == 0 && s.closing() && s.live_fibers() == 0) s.complete_shutdown();
     if (quit()) break;
     if (Fiber* f = take_stolen()) {
@@ -653,6 +700,7 @@ void Worker::run_pool() {
       continue;
     }
     park();
+    if (ready_here()) pass_lone_fiber();  // what the backend's wait completed
     if (searching_) {
       if (Fiber* f = take_stolen()) resume(f);
     }

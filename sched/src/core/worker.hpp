@@ -184,7 +184,8 @@ class Worker {
   // Detaches the retired fibers from their parents and drops the worker's
   // references on them.
   void release_retired() noexcept;
-  void run_batch() noexcept;
+  // Runs up to kBatch fibers; whether it ran any.
+  bool run_batch() noexcept;
 
   // The fiber to switch to straight from the suspending one, started, or null
   // (back to the worker loop): only work already on this worker.
@@ -218,6 +219,10 @@ class Worker {
     return !next_.empty() || local_ready() || !pinned_ready_.empty();
   }
   bool more_work_to_find() const noexcept;
+  // After a service that found work for an idle worker: if it made one
+  // fiber ready and nothing else is, and another worker spins idle on I/O,
+  // hands the fiber to that worker (by mail).
+  void pass_lone_fiber() noexcept;
   void service() noexcept;
   // The most completions one I/O service may dispatch (kMinCompletions).
   std::size_t completion_budget() const noexcept;

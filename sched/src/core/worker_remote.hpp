@@ -54,6 +54,11 @@ class WorkerRemote {
   // On a line of their own, away from what other threads write.
   alignas(64) std::atomic<std::uint64_t> spawned{0};
   std::atomic<std::uint64_t> finished{0};
+  // Set by the owner while it is idle spinning on its backend's completions
+  // (from the spin until it sleeps or runs a fiber: a wake that brings it
+  // nothing keeps it set); a hint for a worker choosing where a lone
+  // I/O-woken fiber runs (Worker::pass_lone_fiber). Any thread reads it.
+  std::atomic<bool> io_spinning{false};
 
  private:
   friend class Worker;  // the owner's side of the parker and the mailbox

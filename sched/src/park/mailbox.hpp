@@ -17,6 +17,7 @@ namespace spindle::detail {
 struct MailMessage {
   enum class Kind : std::uint8_t {
     kResume,    // `fiber` (pinned to this worker) is ready
+    kAdopt,     // `fiber` (not pinned) is ready and moves to this worker
     kCancelIo,  // cancel the op `fiber` waits on in park `epoch`; holds a fiber reference
     kIoDone,    // the blocking pool finished the op `fiber` is parked on (park `epoch`)
   };

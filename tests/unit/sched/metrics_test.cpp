@@ -216,5 +216,6 @@ TEST_CASE("worker parks and steals are exposed per worker", "[metrics]") {
     CHECK_FALSE(metric_value(text, "runtime_worker_parks_total", {{"worker", std::to_string(n)}})
                     .has_value());
     CHECK(metric_value(text, "runtime_steals_total") >= 0);
+    CHECK(metric_value(text, "runtime_io_hand_overs_total") >= 0);
   });
 }

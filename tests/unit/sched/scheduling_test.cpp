@@ -1,4 +1,8 @@
 // White-box checks of the scheduler's queues.
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <set>
@@ -9,6 +13,9 @@
 #include "core/worker.hpp"
 #include "exposition.hpp"
 #include "runtime_harness.hpp"
+#include "skip.hpp"
+#include "spindle/sched/io.hpp"
+#include "thread_now.hpp"
 
 using namespace std::chrono_literals;
 namespace tf = spindle::this_fiber;
@@ -232,4 +239,82 @@ TEST_CASE("two fibers waking each other leave their worker to the others in turn
         REQUIRE(other.join());
       },
       spindle::Config{.workers = 1});
+}
+
+TEST_CASE("a fiber woken alone on an idle worker moves to a worker spinning on its own I/O",
+          "[queues][io]") {
+  // Spins long enough that an idle worker with a read in flight is still
+  // spinning when the test's write comes.
+  spindle::Config config{.workers = 2};
+  config.idle_spinner = {.budget_us = 500'000, .max_budget_us = 500'000, .quick_wake_us = 10};
+  spindle::test::run(
+      [] {
+        if (spindle::current_runtime().io_backend() != "io_uring") {
+          SPINDLE_SKIP(
+              "io_uring-specific: only a backend that shows completions without a system call "
+              "spins on them, which is when a worker sees another idle beside it");
+        }
+        const auto read_byte = [](int fd) {
+          unsigned char c = 0;
+          return spindle::io::read(fd, std::as_writable_bytes(std::span(&c, 1)), 0).value_or(0);
+        };
+        auto& workers = spindle::detail::current_worker()->scheduler().workers;
+        // One try: a parks on the root's worker, b on the other; both
+        // workers spin idle; b's read completes alone. Whether b then ran on
+        // a's thread. A worker's spin can end early (a wake-up to watch, a
+        // thread the OS preempts for longer than the spin), so a try may see
+        // no hand-over; three in a row would not.
+        const auto moved = [&] {
+          int to_b[2], to_a[2];
+          REQUIRE(::pipe2(to_b, O_CLOEXEC) == 0);
+          REQUIRE(::pipe2(to_a, O_CLOEXEC) == 0);
+          // Spawned from a plain thread, b goes to the global queue while the
+          // root keeps its own worker busy: the other worker runs it.
+          std::atomic<std::thread::id> b_before{}, b_after{}, a_thread{};
+          spindle::JoinHandle<void> b;
+          std::thread spawner([&, handle = spindle::current_runtime()]() mutable {
+            b = handle.spawn([&] {
+              b_before = spindle::test::thread_now();
+              REQUIRE(read_byte(to_b[0]) == 1);
+              b_after = spindle::test::thread_now();
+              REQUIRE(::write(to_a[1], "a", 1) == 1);
+            });
+          });
+          const auto until = std::chrono::steady_clock::now() + 5s;
+          while (b_before.load() == std::thread::id{} && std::chrono::steady_clock::now() < until) {
+          }
+          spawner.join();
+          REQUIRE(b_before.load() != std::thread::id{});
+          REQUIRE(b_before.load() != spindle::test::thread_now());
+          // A fresh turn, so that nothing counts the root's worker as stuck
+          // and takes a from it; a parks on the root's worker.
+          REQUIRE(tf::yield());
+          auto a = spindle::spawn([&] {
+            a_thread = spindle::test::thread_now();
+            REQUIRE(read_byte(to_a[0]) == 1);
+          });
+          std::atomic<bool> both_spun{false}, wrote{false};
+          std::thread writer([&] {
+            const auto give_up = std::chrono::steady_clock::now() + 5s;
+            while (!both_spun && std::chrono::steady_clock::now() < give_up) {
+              both_spun = workers[0]->io_spinning.load() && workers[1]->io_spinning.load();
+            }
+            wrote = ::write(to_b[1], "b", 1) == 1;
+          });
+          REQUIRE(b.join());
+          REQUIRE(a.join());
+          writer.join();
+          REQUIRE(wrote);
+          REQUIRE(both_spun);
+          REQUIRE(a_thread.load() != b_before.load());
+          for (int fd : {to_b[0], to_b[1], to_a[0], to_a[1]}) ::close(fd);
+          return b_after.load() == a_thread.load();
+        };
+        bool any = false;
+        for (int i = 0; i < 3 && !any; ++i) any = moved();
+        CHECK(any);
+        CHECK(spindle::test::metric_value(spindle::current_runtime().metrics_text(),
+                                          "runtime_io_hand_overs_total") >= 1);
+      },
+      config);
 }
