@@ -1,11 +1,9 @@
 // The echo workload's spindle server: net/'s TcpListener and TcpStream on one
 // worker, one fiber per connection running a plain read/write loop (as
-// apps/echo does), with net/'s default timeouts and read buffer.
+// apps/echo does), with net/'s default timeouts and pooled receives.
 
 #include <cstdint>
 #include <functional>
-#include <memory>
-#include <span>
 #include <spindle/spindle.hpp>
 #include <string_view>
 #include <system_error>
@@ -16,15 +14,14 @@
 namespace spindle::perf {
 namespace {
 
-// Echoes until the client closes or resets the connection. The buffer is on
-// the heap, as the raw loop's and apps/echo's are.
+// Echoes until the client closes or resets the connection. Each request
+// arrives in a buffer of the worker's receive pool, given back once echoed:
+// a connection waiting for its next request holds no buffer.
 void echo(net::TcpStream& stream) {
-  constexpr std::size_t kBuf = 16 * 1024;
-  const auto buf = std::make_unique_for_overwrite<char[]>(kBuf);
   for (;;) {
-    auto n = stream.read(std::span<char>(buf.get(), kBuf));
-    if (!n || *n == 0) return;
-    if (!stream.write_all(std::string_view(buf.get(), *n))) return;
+    auto got = stream.read_pooled();
+    if (!got || got->empty()) return;
+    if (!stream.write_all(got->view())) return;
   }
 }
 

@@ -4,8 +4,6 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
-#include <memory>
-#include <span>
 #include <spindle/spindle.hpp>
 
 #include "serve.hpp"
@@ -16,16 +14,14 @@ namespace net = spindle::net;
 
 constexpr std::string_view kProgram = "spindle-echo";
 
-// Echoes until end of stream, an error, or `idle` without a byte. The buffer
-// is on the heap: on the fiber's stack it would spread the frames below it
-// over more pages, which an idle connection then keeps resident.
+// Echoes until end of stream, an error, or `idle` without a byte. Each read
+// arrives in a buffer of the worker's receive pool, given back once echoed:
+// a connection waiting for its next bytes holds no buffer.
 void echo(net::TcpStream& stream, std::chrono::nanoseconds idle) {
-  constexpr std::size_t kBuffer = 16 * 1024;
-  const auto buf = std::make_unique_for_overwrite<char[]>(kBuffer);
   for (;;) {
-    auto n = stream.read(std::span<char>(buf.get(), kBuffer), idle);
-    if (!n || *n == 0) return;
-    if (!stream.write_all(std::string_view(buf.get(), *n))) return;
+    auto got = stream.read_pooled(idle);
+    if (!got || got->empty()) return;
+    if (!stream.write_all(got->view())) return;
   }
 }
 

@@ -77,20 +77,27 @@ void StreamSocket::ensure_buffer() {
   pos_ = end_ = 0;
 }
 
-Result<std::size_t> StreamSocket::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
-  len = std::min(len, kMaxOpBytes);
+IoOptions StreamSocket::next_receive(Deadline deadline) noexcept {
   // Turn-taking (a request read whole, its reply sent): the peer has not
   // answered yet, so skip the receive attempt that would find nothing.
   const bool expect_wait = drained_ && sent_.load(std::memory_order_relaxed);
   sent_.store(false, std::memory_order_relaxed);
-  auto r = io::recv(fd_.get(), {out, len}, 0,
-                    {.deadline = deadline, .expect_wait = expect_wait, .fd_id = fd_id_});
+  return {.deadline = deadline, .expect_wait = expect_wait, .fd_id = fd_id_};
+}
+
+void StreamSocket::received(std::size_t n, std::size_t room) noexcept {
+  drained_ = n < room;
+  detail::kInboundBandwidth.add(n);
+}
+
+Result<std::size_t> StreamSocket::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
+  len = std::min(len, kMaxOpBytes);
+  auto r = io::recv(fd_.get(), {out, len}, 0, next_receive(deadline));
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
   }
-  drained_ = *r < len;
-  detail::kInboundBandwidth.add(*r);
+  received(*r, len);
   return *r;
 }
 
@@ -122,6 +129,23 @@ Result<std::size_t> StreamSocket::read(std::span<std::byte> buf, Timeout timeout
 
 Result<std::size_t> StreamSocket::read(std::span<char> buf, Timeout timeout) {
   return read(detail::bytes(buf), timeout);
+}
+
+Result<io::PooledBuffer> StreamSocket::read_pooled(Timeout timeout) {
+  if (!fd_ || read_poisoned_) return failure(errc::closed);
+  if (pos_ < end_) {
+    const std::size_t n = std::min(end_ - pos_, io::kPooledBufferSize);
+    auto held = io::PooledBuffer::copy_of({buf_.get() + pos_, n});
+    pos_ += n;
+    return held;
+  }
+  auto r = io::recv_pooled(fd_.get(), 0, next_receive(detail::read_write_deadline(timeout)));
+  if (!r) {
+    read_poisoned_ = true;
+    return failure(r.error());
+  }
+  received(r->size(), io::kPooledBufferSize);
+  return r;
 }
 
 Result<void> StreamSocket::read_exact(std::span<std::byte> buf, Timeout timeout) {

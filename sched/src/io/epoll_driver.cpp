@@ -28,6 +28,10 @@
 // which tolerates any use: MOD says ENOENT for an fd closed and reused, and
 // it is added again.
 //
+// A pooled receive (kRecvPooled) is a receive whose try takes a buffer from
+// the worker's receive pool for the recv, and gives it back unless bytes
+// came: a wait holds none.
+//
 // A splice between pipes and sockets is tried at once (a socket made
 // O_NONBLOCK, as for accept and connect) and, not ready, waits for the end
 // that holds it up, as a poll of that fd; one that involves a regular file
@@ -94,6 +98,7 @@ std::uint32_t readiness(const IoOp& op) noexcept {
   switch (op.code) {
     case IoCode::kAccept:
     case IoCode::kRecv:
+    case IoCode::kRecvPooled:
     case IoCode::kRecvmsg:
     case IoCode::kRead:
     case IoCode::kReadv:
@@ -295,7 +300,8 @@ EpollDriver::EpollDriver(const Config& config, EventFd& wake, BlockingPool& pool
       wake_(wake),
       pool_(pool),
       self_(self),
-      epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+      epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+      receive_pool_(BufferPool::create(self)) {
   if (!epoll_) throw std::system_error(errno, std::system_category(), "spindle: epoll_create1");
   epoll_event ev{};
   ev.events = EPOLLIN;  // level-triggered: readable until wait() drains it
@@ -394,13 +400,29 @@ Result<int> EpollDriver::perform_splice(Fiber* f, const IoOp& op,
   return errno_failure(EINTR);  // ready: run_io tries again at once
 }
 
+int EpollDriver::receive_pooled(const IoOp& op) noexcept {
+  std::uint32_t id = 0;
+  if (!receive_pool_->take(id)) return -ENOBUFS;
+  const int res = sys(::syscall(SYS_recvfrom, op.fd, receive_pool_->buffer(id), BufferPool::kSize,
+                                op.recv_pooled.flags | MSG_DONTWAIT, nullptr, nullptr));
+  if (res > 0) {
+    receive_pool_->lend(*op.recv_pooled.out, id, 0, static_cast<std::size_t>(res));
+  } else {
+    receive_pool_->put(id);
+  }
+  return res;
+}
+
 int EpollDriver::attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept {
-  const int res = try_now(op);
+  const bool pooled = op.code == IoCode::kRecvPooled;
+  const int res = pooled ? receive_pooled(op) : try_now(op);
   if (w == nullptr) return res;
+  const bool whole_recv = pooled ? (op.recv_pooled.flags & MSG_PEEK) == 0
+                                 : op.code == IoCode::kRecv && (op.transfer.flags & MSG_PEEK) == 0;
   if (res == -EAGAIN) {
     w->ready &= ~events;  // nothing until epoll reports the fd again
-  } else if (w->tcp && op.code == IoCode::kRecv && (op.transfer.flags & MSG_PEEK) == 0 && res > 0 &&
-             static_cast<std::size_t>(res) < op.transfer.len) {
+  } else if (w->tcp && whole_recv && res > 0 &&
+             static_cast<std::size_t>(res) < (pooled ? BufferPool::kSize : op.transfer.len)) {
     // A TCP socket that gave less than asked has no data left; an end of
     // stream or an error reported with that data still stands. (A Unix stream
     // socket's receive also ends after bytes that carried descriptors, with

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/blocking_pool.hpp"
+#include "io/buffer_pool.hpp"
 #include "io/request.hpp"
 #include "spindle/base/intrusive_list.hpp"
 #include "spindle/base/unique_fd.hpp"
@@ -102,6 +103,9 @@ class EpollDriver final : public IoDriver {
   // One try of `op` that does not block, noting in `w` (if any) what it
   // learnt of the fd's readiness for `events`: the result, or -errno.
   int attempt(const IoOp& op, Watched* w, std::uint32_t events) noexcept;
+  // A try of a kRecvPooled: into a buffer of the pool, lent to the caller
+  // if bytes came; -ENOBUFS when every buffer is out.
+  int receive_pooled(const IoOp& op) noexcept;
   // Adds `r` to its fd's waiters and arms or registers the fd for them.
   void watch(EpollRequest& r) noexcept;
   // epoll_ctl(op) of `fd` for `events`, falling back to ADD when the fd is
@@ -122,6 +126,7 @@ class EpollDriver final : public IoDriver {
   BlockingPool& pool_;
   WorkerRemote& self_;
   UniqueFd epoll_;
+  BufferPool::Handle receive_pool_;
   std::vector<Watched> fds_;
   Waiters finished_;
   // Immediate completions in a row: every kImmediateBudget-th yields, so a

@@ -19,9 +19,9 @@ namespace detail {
 const char* io_code_name(IoCode code) noexcept {
   // In IoCode's order.
   static constexpr const char* kNames[] = {
-      "nop",   "accept",    "connect", "recv",    "send",     "sendmsg",  "read",      "write",
-      "fsync", "openat",    "statx",   "mkdirat", "unlinkat", "renameat", "ftruncate", "poll",
-      "readv", "fallocate", "splice",  "recvmsg", "waitid",   "openat2",  "sqe"};
+      "nop",   "accept",    "connect", "recv",    "send",     "sendmsg",  "read",        "write",
+      "fsync", "openat",    "statx",   "mkdirat", "unlinkat", "renameat", "ftruncate",   "poll",
+      "readv", "fallocate", "splice",  "recvmsg", "waitid",   "openat2",  "recv_pooled", "sqe"};
   static_assert(std::size(kNames) == static_cast<std::size_t>(IoCode::kSqe) + 1);
   const auto i = static_cast<std::size_t>(code);
   return i < std::size(kNames) ? kNames[i] : "?";

@@ -17,6 +17,10 @@
 //
 // A deadline or an abort only asks for a cancel (Ring::cancel); the request
 // still ends by its own CQE, after which the kernel holds nothing of it.
+//
+// A pooled receive (kRecvPooled) selects its buffer from the worker's
+// receive pool, handed to the kernel as a BufferRing: the CQE names the
+// buffer, whose piece on_cqe lends to the caller before the fiber wakes.
 
 #include "io/uring_driver.hpp"
 
@@ -26,12 +30,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <mutex>
 #include <new>
+#include <string>
+#include <system_error>
 
 #include "core/scheduler.hpp"
 #include "io/request.hpp"
 #include "park/event_fd.hpp"
 #include "spindle/base/assert.hpp"
+#include "spindle/base/log.hpp"
 #include "spindle/base/unique_fd.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/context.hpp"
@@ -45,6 +53,8 @@ constexpr std::uint8_t kOpWaitid = 50;     // IORING_OP_WAITID (Linux 6.7)
 constexpr std::uint8_t kOpFtruncate = 55;  // IORING_OP_FTRUNCATE (Linux 6.9)
 constexpr int kErestartSys = 512;          // the kernel's ERESTARTSYS, never meant for user space
 constexpr int kErestartLast = 516;         // ERESTART_RESTARTBLOCK
+// The buffer group of the receive pool's buffer ring.
+constexpr std::uint16_t kReceiveGroup = 0;
 
 void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
   switch (op.code) {
@@ -63,6 +73,12 @@ void prepare_sqe(const IoOp& op, io_uring_sqe* sqe) noexcept {
       return;
     case IoCode::kSend:
       io_uring_prep_send(sqe, op.fd, op.transfer.buf, op.transfer.len, op.transfer.flags);
+      if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
+      return;
+    case IoCode::kRecvPooled:
+      io_uring_prep_recv(sqe, op.fd, nullptr, BufferPool::kSize, op.recv_pooled.flags);
+      sqe->flags |= IOSQE_BUFFER_SELECT;
+      sqe->buf_group = kReceiveGroup;
       if (op.expect_wait) sqe->ioprio |= IORING_RECVSEND_POLL_FIRST;
       return;
     case IoCode::kSendmsg:
@@ -174,12 +190,15 @@ void UringRequest::prepare(uring::Operation* self, io_uring_sqe* sqe) noexcept {
   prepare_sqe(*static_cast<UringRequest*>(self)->op, sqe);
 }
 
-void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t) noexcept {
+void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t flags) noexcept {
   // An operation that a cancel interrupted on an io-wq thread (a splice
   // waiting for its pipe) may report the kernel's own restart codes
   // (ERESTARTSYS to ERESTART_RESTARTBLOCK): to us that is EINTR.
   if (res <= -kErestartSys && res >= -kErestartLast) res = -EINTR;
   auto& r = *static_cast<UringRequest*>(self);
+  if (uring::BufferRing::has_buffer(flags)) [[unlikely]] {
+    static_cast<UringDriver&>(r.driver).received(*r.op, res, flags);
+  }
   if (r.in_turn) {
     // Its fiber is running, inside complete_in_turn(): nothing to wake.
     r.in_turn = false;
@@ -190,14 +209,48 @@ void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t) noexce
   complete_io(r, res);
 }
 
-UringDriver::UringDriver(const Config& config, EventFd& wake)
+UringDriver::UringDriver(const Config& config, EventFd& wake, const WorkerRemote& self)
     : IoDriver(IoBackendKind::kIoUring, config.max_io_in_flight),
       wake_(wake),
       wake_poll_(wake.fd()),
-      ring_(uring::RingOptions{config.ring_entries, config.on_log}) {}
+      receive_pool_(BufferPool::create(self)),
+      ring_(uring::RingOptions{config.ring_entries, config.on_log}) {
+  try {
+    buffer_ring_.emplace(ring_, BufferPool::kCount, kReceiveGroup);
+  } catch (const std::system_error& e) {
+    // Incremental buffer rings came with Linux 6.12. Without one, pooled
+    // receives still work, each with a buffer of its own.
+    static std::once_flag noted;
+    std::call_once(noted, [&] {
+      write_log(config.on_log, LogLevel::kInfo,
+                std::string(e.what()) + "; each pooled receive holds a buffer while it waits");
+    });
+    return;
+  }
+  refill();
+}
+
+void UringDriver::refill() noexcept {
+  std::uint32_t id = 0;
+  while (receive_pool_->take(id)) {
+    receive_pool_->hand_to_kernel(id);
+    buffer_ring_->add(receive_pool_->buffer(id), BufferPool::kSize, static_cast<std::uint16_t>(id));
+  }
+  buffer_ring_->publish();
+}
+
+void UringDriver::received(const IoOp& op, int res, std::uint32_t cqe_flags) noexcept {
+  // The kernel reports a buffer only with bytes in it; it keeps using one
+  // it has not filled (IORING_CQE_F_BUF_MORE).
+  if (res <= 0) return;
+  io::PooledBuffer* out = op.code == IoCode::kRecvPooled ? op.recv_pooled.out : nullptr;
+  receive_pool_->filled(uring::BufferRing::buffer_id(cqe_flags), static_cast<std::size_t>(res), out,
+                        !uring::BufferRing::more(cqe_flags));
+}
 
 void UringDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
                        std::size_t max) noexcept {
+  if (buffer_ring_ && receive_pool_->may_have_free()) refill();
   wake_poll_.arm(ring_);
   ring_.wait(timeout, completions, max);
   if (wake_poll_.consume()) wake_.drain();
@@ -261,8 +314,9 @@ void UringDriver::offload_done(Fiber*) noexcept {
   SPINDLE_ASSERT(false, "an IoDone message for the io_uring backend");
 }
 
-std::unique_ptr<IoBackend> make_uring_backend(Scheduler& scheduler, WorkerRemote&, EventFd& wake) {
-  return std::make_unique<UringDriver>(scheduler.config, wake);
+std::unique_ptr<IoBackend> make_uring_backend(Scheduler& scheduler, WorkerRemote& self,
+                                              EventFd& wake) {
+  return std::make_unique<UringDriver>(scheduler.config, wake, self);
 }
 
 }  // namespace spindle::detail

@@ -2,8 +2,12 @@
 // worker's ring, whose CQE completes it.
 #pragma once
 
+#include <optional>
+
+#include "io/buffer_pool.hpp"
 #include "io/driver.hpp"
 #include "io/request.hpp"
+#include "spindle/uring/buffer_ring.hpp"
 #include "spindle/uring/operation.hpp"
 #include "spindle/uring/ring.hpp"
 #include "spindle/uring/wake_source.hpp"
@@ -29,11 +33,15 @@ struct UringRequest final : IoRequest, uring::Operation {
 // Worker-affine: the ring is single-issuer.
 class UringDriver final : public IoDriver {
  public:
-  // Throws what Ring's constructor throws.
-  UringDriver(const Config& config, EventFd& wake);
+  // Throws what Ring's constructor throws. `self`: its worker.
+  UringDriver(const Config& config, EventFd& wake, const WorkerRemote& self);
 
   const char* name() const noexcept override { return "io_uring"; }
-  void service(std::size_t max) noexcept override { ring_.service(max); }
+  void service(std::size_t max) noexcept override {
+    if (buffer_ring_ && receive_pool_->may_have_free()) [[unlikely]]
+      refill();
+    ring_.service(max);
+  }
   void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
             std::size_t max) noexcept override;
   bool work_visible() const noexcept override { return ring_.work_visible(); }
@@ -51,9 +59,15 @@ class UringDriver final : public IoDriver {
         [[unlikely]] {
       return perform_without_opcode(f, op, options);
     }
+    // No buffer ring: io::recv_pooled receives into a buffer of its own.
+    if (op.code == IoCode::kRecvPooled && !buffer_ring_) [[unlikely]]
+      return errno_failure(ENOBUFS);
     return issue(w, f, op, options);
   }
   void cancel(IoRequest& r) noexcept override;
+  // On the worker, for a CQE of `op` with `res` whose `cqe_flags` carry a
+  // pool buffer: lends the bytes to the caller of the pooled receive.
+  void received(const IoOp& op, int res, std::uint32_t cqe_flags) noexcept;
   // Nothing of this backend goes to the blocking pool by message.
   void offload_done(Fiber* fiber) noexcept override;
 
@@ -83,10 +97,17 @@ class UringDriver final : public IoDriver {
   static void publish(void* request) noexcept;
   // publish() of a request that complete_in_turn() submitted already.
   static void published_in_turn(void* request) noexcept;
+  // Hands the pool's free buffers to the kernel's buffer ring.
+  void refill() noexcept;
 
   EventFd& wake_;
   uring::WakeSource wake_poll_;  // before ring_, which must be destroyed first
+  // Before ring_: buffers still come back while ring_'s destructor drains it.
+  BufferPool::Handle receive_pool_;
   uring::Ring ring_;
+  // The pool's buffers for pooled receives (buffer group kReceiveGroup);
+  // none if the kernel refused the ring. Destroyed before ring_.
+  std::optional<uring::BufferRing> buffer_ring_;
 };
 
 std::unique_ptr<IoBackend> make_uring_backend(Scheduler& scheduler, WorkerRemote& self,

@@ -158,6 +158,50 @@ TEST_CASE("a peer reset mid-read fails the read with ECONNRESET", "[net][stream]
   });
 }
 
+TEST_CASE("read_pooled echoes, takes buffered bytes first, and ends with an empty buffer",
+          "[net][stream]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    auto echo = spindle::spawn([&server]() -> std::size_t {
+      std::size_t total = 0;
+      for (;;) {
+        auto got = server.read_pooled();
+        REQUIRE(got.has_value());
+        if (got->empty()) break;
+        REQUIRE(server.write_all(got->view()).has_value());
+        total += got->size();
+      }
+      REQUIRE(server.shutdown(net::Shutdown::kWrite).has_value());
+      return total;
+    });
+    const std::size_t sent = spindle::test::round_trips(client, 200);
+    // Bytes the stream's buffer already holds come before any receive.
+    REQUIRE(client.write_all("0123456789").has_value());
+    while (client.peek().size() < 10) REQUIRE(client.fill().value() > 0);
+    std::array<char, 4> head;
+    CHECK(client.read(head).value() == 4);
+    auto rest = client.read_pooled();
+    REQUIRE(rest.has_value());
+    CHECK(rest->view() == "456789");
+    CHECK_FALSE(rest->from_pool());
+    REQUIRE(client.shutdown(net::Shutdown::kWrite).has_value());
+    CHECK(echo.join().value() == sent + 10);
+    auto end = client.read_pooled();
+    REQUIRE(end.has_value());
+    CHECK(end->empty());
+  });
+}
+
+TEST_CASE("read_pooled times out and poisons the read half", "[net][stream]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    auto r = server.read_pooled(20ms);
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(server.read_pooled().error() == errc::closed);
+  });
+}
+
 TEST_CASE("a read times out and cancels its RECV and poisons the read half", "[net][stream]") {
   spindle::test::on_workers([] {
     auto [client, server] = spindle::test::connected_pair();

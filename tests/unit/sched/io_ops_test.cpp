@@ -688,6 +688,7 @@ TEST_CASE("io: every operation has its name for dumps", "[io]") {
   CHECK(std::string_view(io_code_name(IoCode::kRecvmsg)) == "recvmsg");
   CHECK(std::string_view(io_code_name(IoCode::kWaitid)) == "waitid");
   CHECK(std::string_view(io_code_name(IoCode::kOpenat2)) == "openat2");
+  CHECK(std::string_view(io_code_name(IoCode::kRecvPooled)) == "recv_pooled");
   CHECK(std::string_view(io_code_name(IoCode::kSqe)) == "sqe");
   CHECK(std::string_view(io_code_name(static_cast<IoCode>(200))) == "?");
 }

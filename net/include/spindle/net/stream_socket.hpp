@@ -20,6 +20,11 @@
 #include "spindle/net/received.hpp"
 #include "spindle/net/socket.hpp"
 #include "spindle/net/timeout.hpp"
+#include "spindle/sched/pooled_buffer.hpp"
+
+namespace spindle {
+struct IoOptions;
+}
 
 namespace spindle::net {
 
@@ -58,6 +63,14 @@ class StreamSocket : public Socket {
   // Suspends: until bytes arrive, end of stream, an error, the timeout or an abort.
   Result<std::size_t> read(std::span<std::byte> buf, Timeout timeout = {});
   Result<std::size_t> read(std::span<char> buf, Timeout timeout = {});
+
+  // Reads at least one byte and at most io::kPooledBufferSize into a buffer
+  // of the worker's receive pool, which the backend takes only when bytes
+  // arrive (io::recv_pooled): a connection waiting this way for its next
+  // request holds no read buffer. Bytes already buffered come first, in a
+  // buffer of their own. Empty at end of stream.
+  // Suspends: until bytes arrive, end of stream, an error, the timeout or an abort.
+  Result<io::PooledBuffer> read_pooled(Timeout timeout = {});
 
   // Reads exactly buf.size() bytes, across as many receives as needed, under
   // one timeout. End of stream first is errc::closed.
@@ -114,6 +127,10 @@ class StreamSocket : public Socket {
  private:
   Result<std::size_t> read_some(std::byte* out, std::size_t len, Deadline deadline);
   Result<std::size_t> recv_into(std::byte* out, std::size_t len, Deadline deadline);
+  // The options of the next receive, with the turn-taking hint (drained_).
+  IoOptions next_receive(Deadline deadline) noexcept;
+  // After a receive of `n` bytes into room for `room`.
+  void received(std::size_t n, std::size_t room) noexcept;
   // Copies up to `len` buffered bytes to `out` and consumes them.
   std::size_t take_buffered(std::byte* out, std::size_t len) noexcept;
   void ensure_buffer();

@@ -29,6 +29,7 @@
 #include "spindle/base/result.hpp"
 #include "spindle/base/time.hpp"
 #include "spindle/sched/detail/io_op.hpp"
+#include "spindle/sched/pooled_buffer.hpp"
 
 namespace spindle {
 
@@ -138,6 +139,13 @@ inline Result<std::size_t> recvmsg(int fd, msghdr& msg, int flags, const IoOptio
   op.recvmsg = {&msg, flags};
   return detail::size_result(detail::run_io(op, options));
 }
+
+// recv(2) of at most kPooledBufferSize bytes into a buffer of the calling
+// worker's receive pool, which the backend takes only when bytes arrive: the
+// wait holds no memory. Empty at end of stream. When every buffer of the
+// pool is out, the bytes go to a buffer of their own, allocated for the
+// call (std::bad_alloc is ENOMEM).
+Result<PooledBuffer> recv_pooled(int fd, int flags, const IoOptions& options = {});
 
 // preadv2(2) with RWF_* `rw_flags`: the bytes read (0 at end of file).
 inline Result<std::size_t> read(int fd, std::span<std::byte> buf, std::uint64_t offset,

@@ -106,6 +106,7 @@ class Ring {
 
  private:
   friend class Operation;
+  friend class BufferRing;
   void prepare(Operation* op) noexcept;  // into an SQE; op becomes kInFlight
   void stage_cancels() noexcept;
   // service()'s test before its io_uring_enter.

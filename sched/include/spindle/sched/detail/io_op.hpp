@@ -21,7 +21,10 @@ struct statx;
 
 namespace spindle {
 struct IoOptions;
+namespace io {
+class PooledBuffer;
 }
+}  // namespace spindle
 
 namespace spindle::detail {
 
@@ -49,9 +52,10 @@ enum class IoCode : std::uint8_t {
   kFallocate,
   kSplice,
   kRecvmsg,
-  kWaitid,   // waitid(2) of a pidfd (P_PIDFD)
-  kOpenat2,  // openat2(2): an open whose lookup obeys RESOLVE_* flags
-  kSqe,      // io_op: any SQE, prepared by the caller (io_uring only)
+  kWaitid,      // waitid(2) of a pidfd (P_PIDFD)
+  kOpenat2,     // openat2(2): an open whose lookup obeys RESOLVE_* flags
+  kRecvPooled,  // recv(2) into a buffer of the worker's receive pool
+  kSqe,         // io_op: any SQE, prepared by the caller (io_uring only)
 };
 
 // "recv", "fsync", ...: for dumps.
@@ -71,6 +75,10 @@ struct IoOp {
   struct Transfer {  // recv, send
     void* buf;
     std::size_t len;
+    int flags;
+  };
+  struct RecvPooled {
+    io::PooledBuffer* out;  // empty; holds the bytes received, if any
     int flags;
   };
   struct Sendmsg {
@@ -145,6 +153,7 @@ struct IoOp {
     Accept accept;
     Connect connect;
     Transfer transfer;
+    RecvPooled recv_pooled;
     Sendmsg sendmsg;
     Recvmsg recvmsg;
     Read read;
