@@ -79,17 +79,33 @@ TEST_CASE("io: recv_pooled returns at most one buffer's worth; the rest stays re
 TEST_CASE("io: pool buffers given back on other threads are used again", "[io][pooled]") {
   spindle::test::on_workers([] {
     auto [a, b] = stream_pair();
-    // More rounds than a pool has buffers: one that never came back would
-    // leave the pool empty, and the later receives in buffers of their own.
+    // Each round sends a whole buffer's worth, so it fills at least one
+    // buffer; more rounds than a pool has buffers: one that never came back
+    // would leave the pool empty, and the later receives in buffers of
+    // their own.
+    const std::string chunk(BufferPool::kSize, 'x');
     for (std::uint32_t i = 0; i < 3 * BufferPool::kCount; ++i) {
-      send_text(b.get(), "x");
-      auto got = io::recv_pooled(a.get(), 0);
-      REQUIRE(got);
-      REQUIRE(got->view() == "x");
-      REQUIRE(got->from_pool());
-      if (i % 2 == 0) {
-        std::thread([held = std::move(*got)]() mutable { held.reset(); }).join();
+      auto writer = spindle::spawn([fd = b.get(), &chunk] {
+        std::size_t sent = 0;
+        while (sent < chunk.size()) {
+          auto n = io::send(fd, std::as_bytes(std::span(chunk)).subspan(sent), MSG_NOSIGNAL);
+          REQUIRE(n);
+          sent += *n;
+        }
+      });
+      std::size_t got = 0;
+      while (got < chunk.size()) {
+        auto part = io::recv_pooled(a.get(), 0);
+        REQUIRE(part);
+        REQUIRE_FALSE(part->empty());
+        REQUIRE(part->from_pool());
+        got += part->size();
+        if ((i + got) % 2 == 0) {
+          std::thread([held = std::move(*part)]() mutable { held.reset(); }).join();
+        }
       }
+      REQUIRE(got == chunk.size());
+      REQUIRE(writer.join());
     }
   });
 }
