@@ -11,6 +11,7 @@
 
 #include "core/current.hpp"
 #include "core/worker.hpp"
+#include "io/driver.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/sched/io.hpp"
 
@@ -122,12 +123,15 @@ void BufferPool::unref() noexcept {
 
 Result<io::PooledBuffer> io::recv_pooled(int fd, int flags, const IoOptions& options) {
   PooledBuffer out;
-  detail::IoOp op(detail::IoCode::kRecvPooled, fd, options);
-  op.recv_pooled = {&out, flags};
-  auto r = detail::run_io(op, options);
-  if (r) return out;
-  if (r.error() != std::errc::no_buffer_space) return failure(r.error());
-  // Every buffer of the pool is out: one of the call's own.
+  // io_uring without an incremental buffer ring has no pool to select from.
+  if (detail::current_driver().supports(detail::IoCode::kRecvPooled)) {
+    detail::IoOp op(detail::IoCode::kRecvPooled, fd, options);
+    op.recv_pooled = {&out, flags};
+    auto r = detail::run_io(op, options);
+    if (r) return out;
+    if (r.error() != std::errc::no_buffer_space) return failure(r.error());
+  }
+  // No pool, or every buffer of it out: a buffer of the call's own.
   std::byte* own = nullptr;
   try {
     own = detail::BufferPool::allocate(out);

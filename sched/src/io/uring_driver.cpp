@@ -257,6 +257,7 @@ void UringDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::siz
 }
 
 bool UringDriver::supports(IoCode code) const noexcept {
+  if (code == IoCode::kRecvPooled) return buffer_ring_.has_value();
   if (code != IoCode::kFtruncate && code != IoCode::kWaitid) return true;
   // One probe ring, once per process.
   static const uring::KernelSupport support = [] {

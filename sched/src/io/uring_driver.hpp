@@ -46,6 +46,7 @@ class UringDriver final : public IoDriver {
             std::size_t max) noexcept override;
   bool work_visible() const noexcept override { return ring_.work_visible(); }
   bool sees_completions() const noexcept override { return true; }
+  // kRecvPooled only with a buffer ring.
   bool supports(IoCode code) const noexcept override;
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   // perform() itself, which run_io calls without the virtual dispatch when
@@ -59,9 +60,6 @@ class UringDriver final : public IoDriver {
         [[unlikely]] {
       return perform_without_opcode(f, op, options);
     }
-    // No buffer ring: io::recv_pooled receives into a buffer of its own.
-    if (op.code == IoCode::kRecvPooled && !buffer_ring_) [[unlikely]]
-      return errno_failure(ENOBUFS);
     return issue(w, f, op, options);
   }
   void cancel(IoRequest& r) noexcept override;
