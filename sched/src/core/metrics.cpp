@@ -358,6 +358,11 @@ std::vector<prometheus::MetricFamily> Metrics::Collect() const {
                   "Config::max_io_in_flight in flight.",
                   MetricType::Counter),
            value(StatSlot::index(Stat::kIoLimitRefusals)));
+    sample(family("runtime_pooled_receive_fallbacks_total",
+                  "Pooled receives that took a buffer of their own: every buffer of their "
+                  "worker's receive pool was held, or the backend has no pool.",
+                  MetricType::Counter),
+           value(StatSlot::index(Stat::kPooledFallbacks)));
 
     // The declared runtime counters, by name: the order does not depend on
     // the order in which the layers' static initialisers ran.

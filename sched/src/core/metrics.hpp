@@ -78,6 +78,7 @@ enum class Stat : std::uint8_t {
   kHandOvers,          // lone I/O-woken fibers passed to a worker spinning on its own I/O
   kPendingOperations,  // a gauge the worker stores after each I/O service
   kIoLimitRefusals,
+  kPooledFallbacks,  // pooled receives that took a buffer of their own
   kCount,
 };
 inline constexpr std::size_t kStatCount = static_cast<std::size_t>(Stat::kCount);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/current.hpp"
+#include "core/metrics.hpp"
 #include "core/worker.hpp"
 #include "io/driver.hpp"
 #include "spindle/base/assert.hpp"
@@ -132,6 +133,7 @@ Result<io::PooledBuffer> io::recv_pooled(int fd, int flags, const IoOptions& opt
     if (r.error() != std::errc::no_buffer_space) return failure(r.error());
   }
   // No pool, or every buffer of it out: a buffer of the call's own.
+  detail::count(detail::Stat::kPooledFallbacks);
   std::byte* own = nullptr;
   try {
     own = detail::BufferPool::allocate(out);

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "exposition.hpp"
 #include "io/buffer_pool.hpp"
 #include "runtime_harness.hpp"
 #include "spindle/base/unique_fd.hpp"
@@ -175,6 +176,8 @@ TEST_CASE("io: with every pool buffer held, a pooled receive uses a buffer of it
         CHECK(got == kTotal);
         CHECK(pooled <= BufferPool::kCount * BufferPool::kSize);
         CHECK(own > 0);
+        CHECK(spindle::test::metric_value(spindle::current_runtime().metrics_text(),
+                                          "runtime_pooled_receive_fallbacks_total") >= 1);
         // Given back, the buffers serve again.
         held.clear();
         send_text(b.get(), "ef");

@@ -217,5 +217,6 @@ TEST_CASE("worker parks and steals are exposed per worker", "[metrics]") {
                     .has_value());
     CHECK(metric_value(text, "runtime_steals_total") >= 0);
     CHECK(metric_value(text, "runtime_io_hand_overs_total") >= 0);
+    CHECK(metric_value(text, "runtime_pooled_receive_fallbacks_total") == 0);
   });
 }
