@@ -213,7 +213,6 @@ UringDriver::UringDriver(const Config& config, EventFd& wake, const WorkerRemote
     : IoDriver(IoBackendKind::kIoUring, config.max_io_in_flight),
       wake_(wake),
       wake_poll_(wake.fd()),
-      receive_pool_(BufferPool::create(self)),
       ring_(uring::RingOptions{config.ring_entries, config.on_log}) {
   try {
     buffer_ring_.emplace(ring_, BufferPool::kCount, kReceiveGroup);
@@ -227,10 +226,11 @@ UringDriver::UringDriver(const Config& config, EventFd& wake, const WorkerRemote
     });
     return;
   }
-  refill();
+  receive_pool_ = BufferPool::create(self);
+  hand_back();
 }
 
-void UringDriver::refill() noexcept {
+void UringDriver::hand_back() noexcept {
   std::uint32_t id = 0;
   while (receive_pool_->take(id)) {
     receive_pool_->hand_to_kernel(id);
@@ -250,7 +250,7 @@ void UringDriver::received(const IoOp& op, int res, std::uint32_t cqe_flags) noe
 
 void UringDriver::wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
                        std::size_t max) noexcept {
-  if (buffer_ring_ && receive_pool_->may_have_free()) refill();
+  refill();
   wake_poll_.arm(ring_);
   ring_.wait(timeout, completions, max);
   if (wake_poll_.consume()) wake_.drain();

@@ -38,8 +38,7 @@ class UringDriver final : public IoDriver {
 
   const char* name() const noexcept override { return "io_uring"; }
   void service(std::size_t max) noexcept override {
-    if (buffer_ring_ && receive_pool_->may_have_free()) [[unlikely]]
-      refill();
+    refill();
     ring_.service(max);
   }
   void wait(std::optional<std::chrono::nanoseconds> timeout, std::size_t completions,
@@ -95,12 +94,18 @@ class UringDriver final : public IoDriver {
   static void publish(void* request) noexcept;
   // publish() of a request that complete_in_turn() submitted already.
   static void published_in_turn(void* request) noexcept;
-  // Hands the pool's free buffers to the kernel's buffer ring.
-  void refill() noexcept;
+  // Hands the pool's free buffers, if it may have any, to the kernel's
+  // buffer ring, if there is one.
+  void refill() noexcept {
+    if (buffer_ring_ && receive_pool_->may_have_free()) [[unlikely]]
+      hand_back();
+  }
+  void hand_back() noexcept;
 
   EventFd& wake_;
   uring::WakeSource wake_poll_;  // before ring_, which must be destroyed first
-  // Before ring_: buffers still come back while ring_'s destructor drains it.
+  // Before ring_: buffers still come back while ring_'s destructor drains
+  // it. Only with buffer_ring_.
   BufferPool::Handle receive_pool_;
   uring::Ring ring_;
   // The pool's buffers for pooled receives (buffer group kReceiveGroup);

@@ -33,13 +33,11 @@ class BufferRing {
   BufferRing& operator=(const BufferRing&) = delete;
 
   // Stages buffer `id` (`len` bytes at `addr`) for the kernel; publish()
-  // makes the staged buffers visible. At most entries() buffers may be in
+  // makes the staged buffers visible. At most `entries` buffers may be in
   // the ring at once.
   void add(void* addr, unsigned len, std::uint16_t id) noexcept;
   void publish() noexcept;
 
-  std::uint16_t group() const noexcept { return group_; }
-  unsigned entries() const noexcept { return entries_; }
   // Whether a CQE's bytes are in a buffer of the ring; then which one,
   // and whether the kernel keeps filling that buffer (it was not full).
   static bool has_buffer(std::uint32_t cqe_flags) noexcept {
