@@ -594,8 +594,7 @@ void EpollDriver::dispatch(const epoll_event* events, int n) noexcept {
       EpollRequest* next = Waiters::next(x);
       if (all || (x->interest & got) != 0) {
         w.waiters.remove(x);
-        const bool poll = x->op->code == IoCode::kPoll;
-        complete_io(*x, poll ? static_cast<int>(got & (x->interest | EPOLLERR | EPOLLHUP)) : 0);
+        complete_io(*x, x->poll ? static_cast<int>(got & (x->interest | EPOLLERR | EPOLLHUP)) : 0);
       }
       x = next;
     }

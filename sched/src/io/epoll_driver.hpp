@@ -31,13 +31,20 @@ struct EpollRequest final : IoRequest, PoolJob {
 
   EpollRequest(IoDriver& d, Fiber* f, const IoOp& o, const IoOptions& options, Mode m,
                std::uint32_t events, WorkerRemote* home) noexcept
-      : IoRequest(d, f, o, options), mode(m), interest(events), owner(home) {}
+      : IoRequest(d, f, o, options),
+        mode(m),
+        poll(o.code == IoCode::kPoll),
+        interest(events),
+        owner(home) {}
 
   // On a pool thread: the blocking system call, then the result home.
   void run() noexcept override;
 
   ListLinks<EpollRequest> links;  // in its fd's waiters, or the finished list
   const Mode mode;
+  // A kPoll, whose result is the events: dispatch() reads this, not the op,
+  // which lies on another line of the parked fiber's stack.
+  const bool poll;
   const std::uint32_t interest;  // kWatch: EPOLLIN, EPOLLOUT, ...
   WorkerRemote* const owner;     // the worker the pool hands the result back to
   int pool_result = 0;           // written by the pool thread before it hands back
