@@ -23,6 +23,10 @@ namespace spindle::net::detail {
 inline Deadline read_write_deadline(const Timeout& t) {
   return t.deadline(current_config().read_write_timeout);
 }
+// The same, its duration left to start at the call's first wait.
+inline Timeout::Limit read_write_limit(const Timeout& t) {
+  return t.limit(current_config().read_write_timeout);
+}
 
 inline std::span<std::byte> bytes(std::span<char> s) noexcept {
   return {reinterpret_cast<std::byte*>(s.data()), s.size()};

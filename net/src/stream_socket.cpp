@@ -77,12 +77,19 @@ void StreamSocket::ensure_buffer() {
   pos_ = end_ = 0;
 }
 
-IoOptions StreamSocket::next_receive(Deadline deadline) noexcept {
+IoOptions StreamSocket::options(Timeout::Limit& limit) const noexcept {
+  return {
+      .deadline = limit.deadline, .timeout = limit.timeout, .call_limit = &limit, .fd_id = fd_id_};
+}
+
+IoOptions StreamSocket::next_receive(Timeout::Limit& limit) noexcept {
   // Turn-taking (a request read whole, its reply sent): the peer has not
   // answered yet, so skip the receive attempt that would find nothing.
   const bool expect_wait = drained_ && sent_.load(std::memory_order_relaxed);
   sent_.store(false, std::memory_order_relaxed);
-  return {.deadline = deadline, .expect_wait = expect_wait, .fd_id = fd_id_};
+  IoOptions o = options(limit);
+  o.expect_wait = expect_wait;
+  return o;
 }
 
 void StreamSocket::received(std::size_t n, std::size_t room) noexcept {
@@ -90,9 +97,10 @@ void StreamSocket::received(std::size_t n, std::size_t room) noexcept {
   detail::kInboundBandwidth.add(n);
 }
 
-Result<std::size_t> StreamSocket::recv_into(std::byte* out, std::size_t len, Deadline deadline) {
+Result<std::size_t> StreamSocket::recv_into(std::byte* out, std::size_t len,
+                                            Timeout::Limit& limit) {
   len = std::min(len, kMaxOpBytes);
-  auto r = io::recv(fd_.get(), {out, len}, 0, next_receive(deadline));
+  auto r = io::recv(fd_.get(), {out, len}, 0, next_receive(limit));
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
@@ -101,17 +109,18 @@ Result<std::size_t> StreamSocket::recv_into(std::byte* out, std::size_t len, Dea
   return *r;
 }
 
-Result<std::size_t> StreamSocket::read_some(std::byte* out, std::size_t len, Deadline deadline) {
+Result<std::size_t> StreamSocket::read_some(std::byte* out, std::size_t len,
+                                            Timeout::Limit& limit) {
   // Straight into the caller's memory when it is as large as the buffer, or a
   // page or more while the last receive drained the socket (a message at a
   // time, as requests and replies come: the copy and the buffer's memory buy
   // nothing). A receive that fills the caller's memory means more is waiting:
   // then the buffer takes up to its size in one RECV.
   const std::size_t cap = buf_ ? cap_ : current_config().read_buffer_size;
-  if (len >= cap || (len >= kDirectRead && drained_)) return recv_into(out, len, deadline);
+  if (len >= cap || (len >= kDirectRead && drained_)) return recv_into(out, len, limit);
   ensure_buffer();
   pos_ = end_ = 0;
-  auto r = recv_into(buf_.get(), cap_, deadline);
+  auto r = recv_into(buf_.get(), cap_, limit);
   if (!r || *r == 0) return r;
   end_ = *r;
   const std::size_t n = std::min(len, end_);
@@ -124,7 +133,8 @@ Result<std::size_t> StreamSocket::read(std::span<std::byte> buf, Timeout timeout
   if (!fd_ || read_poisoned_) return failure(errc::closed);
   if (buf.empty()) return 0;
   if (pos_ < end_) return take_buffered(buf.data(), buf.size());
-  return read_some(buf.data(), buf.size(), detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return read_some(buf.data(), buf.size(), limit);
 }
 
 Result<std::size_t> StreamSocket::read(std::span<char> buf, Timeout timeout) {
@@ -139,7 +149,8 @@ Result<io::PooledBuffer> StreamSocket::read_pooled(Timeout timeout) {
     pos_ += n;
     return held;
   }
-  auto r = io::recv_pooled(fd_.get(), 0, next_receive(detail::read_write_deadline(timeout)));
+  auto limit = detail::read_write_limit(timeout);
+  auto r = io::recv_pooled(fd_.get(), 0, next_receive(limit));
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());
@@ -151,18 +162,13 @@ Result<io::PooledBuffer> StreamSocket::read_pooled(Timeout timeout) {
 Result<void> StreamSocket::read_exact(std::span<std::byte> buf, Timeout timeout) {
   if (!fd_ || read_poisoned_) return failure(errc::closed);
   std::size_t done = 0;
-  Deadline deadline{};
-  bool have_deadline = false;
+  auto limit = detail::read_write_limit(timeout);
   while (done < buf.size()) {
     if (pos_ < end_) {
       done += take_buffered(buf.data() + done, buf.size() - done);
       continue;
     }
-    if (!have_deadline) {
-      deadline = detail::read_write_deadline(timeout);
-      have_deadline = true;
-    }
-    auto r = read_some(buf.data() + done, buf.size() - done, deadline);
+    auto r = read_some(buf.data() + done, buf.size() - done, limit);
     if (!r) return failure(r.error());
     if (*r == 0) {
       read_poisoned_ = true;  // part of the message may be gone already
@@ -203,18 +209,18 @@ Result<std::size_t> StreamSocket::fill(Timeout timeout) {
     end_ -= pos_;
     pos_ = 0;
   }
-  auto r = recv_into(buf_.get() + end_, cap_ - end_, detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  auto r = recv_into(buf_.get() + end_, cap_ - end_, limit);
   if (r) end_ += *r;
   return r;
 }
 
-Result<void> StreamSocket::send_all(const std::byte* data, std::size_t len, Deadline deadline) {
+Result<void> StreamSocket::send_all(const std::byte* data, std::size_t len, Timeout::Limit& limit) {
   std::size_t done = 0;
   const int fd = fd_.get();
   while (done < len) {
     const std::size_t n = std::min(len - done, kMaxOpBytes);
-    auto r =
-        sent(io::send(fd, {data + done, n}, MSG_NOSIGNAL, {.deadline = deadline, .fd_id = fd_id_}));
+    auto r = sent(io::send(fd, {data + done, n}, MSG_NOSIGNAL, options(limit)));
     if (!r) return failure(r.error());
     done += *r;
   }
@@ -234,7 +240,8 @@ Result<std::size_t> StreamSocket::sent(const Result<std::size_t>& r) {
 Result<void> StreamSocket::write_all(std::span<const std::byte> buf, Timeout timeout) {
   if (!fd_ || write_poisoned_) return failure(errc::closed);
   if (buf.empty()) return {};
-  return send_all(buf.data(), buf.size(), detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return send_all(buf.data(), buf.size(), limit);
 }
 
 Result<void> StreamSocket::write_all(std::string_view buf, Timeout timeout) {
@@ -253,11 +260,11 @@ Result<void> StreamSocket::writev(std::span<const iovec> bufs, Timeout timeout) 
   };
   skip_empty();
   if (index == bufs.size()) return {};
+  auto limit = detail::read_write_limit(timeout);
   if (bufs.size() - index == 1) {
     return send_all(static_cast<const std::byte*>(bufs[index].iov_base) + offset,
-                    bufs[index].iov_len - offset, detail::read_write_deadline(timeout));
+                    bufs[index].iov_len - offset, limit);
   }
-  const Deadline deadline = detail::read_write_deadline(timeout);
   const int fd = fd_.get();
   std::array<iovec, kIovBatch> scratch;
   while (index < bufs.size()) {
@@ -270,7 +277,7 @@ Result<void> StreamSocket::writev(std::span<const iovec> bufs, Timeout timeout) 
     msghdr msg{};
     msg.msg_iov = scratch.data();
     msg.msg_iovlen = count;
-    auto r = sent(io::sendmsg(fd, msg, MSG_NOSIGNAL, {.deadline = deadline, .fd_id = fd_id_}));
+    auto r = sent(io::sendmsg(fd, msg, MSG_NOSIGNAL, options(limit)));
     if (!r) return failure(r.error());
     // Advance past the bytes sent.
     std::size_t moved = *r;
@@ -314,7 +321,10 @@ Result<void> StreamSocket::send_with_fds(std::span<const std::byte> data, std::s
   auto r = sent(detail::send_message(fd_.get(), fd_id_, data, fds, nullptr, deadline));
   if (!r) return failure(r.error());
   // The descriptors went with the first bytes; the rest follow without them.
-  if (*r < data.size()) return send_all(data.data() + *r, data.size() - *r, deadline);
+  if (*r < data.size()) {
+    Timeout::Limit rest{.deadline = deadline};
+    return send_all(data.data() + *r, data.size() - *r, rest);
+  }
   sent_.store(true, std::memory_order_relaxed);
   return {};
 }

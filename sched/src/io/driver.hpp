@@ -6,6 +6,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <optional>
 
@@ -75,6 +76,7 @@ void refuse_over_limit(std::size_t limit) noexcept;
 // Config::max_io_in_flight operations in flight.
 inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions& o) noexcept {
   if (o.cancellable && f->aborted()) return errc::aborted;
+  if (o.timeout <= std::chrono::nanoseconds::zero()) return errc::timed_out;
   if (o.deadline != kNoDeadline && !surely_ahead(o.deadline) && o.deadline <= Clock::now()) {
     return errc::timed_out;
   }
@@ -83,6 +85,16 @@ inline std::optional<errc> refusal(const IoDriver& d, Fiber* f, const IoOptions&
     return errc::io_limit;
   }
   return std::nullopt;
+}
+
+// The deadline of an operation that starts to wait now: o.deadline, or the
+// end of o.timeout from now if that is earlier. The call's limit
+// (o.call_limit) takes it in place of its timeout.
+inline Deadline wait_deadline(const IoOptions& o) noexcept {
+  if (o.timeout == std::chrono::nanoseconds::max()) return o.deadline;
+  const Deadline d = std::min(o.deadline, deadline_after(o.timeout));
+  if (o.call_limit != nullptr) *o.call_limit = {.deadline = d};
+  return d;
 }
 
 // One waitid(WNOHANG) of a kWaitid operation: 0 with its info filled,

@@ -74,8 +74,9 @@ Result<int> run_io(const IoOp& op, const IoOptions& options) {
   // One thread-local read: the worker the fiber runs (and will park) on.
   Worker* w = current_worker();
   SPINDLE_ASSERT(w != nullptr && w->current() != nullptr, "spindle I/O called outside a fiber");
-  SPINDLE_ASSERT(options.cancellable || options.deadline == kNoDeadline,
-                 "a non-cancellable operation takes no deadline");
+  SPINDLE_ASSERT(options.cancellable || (options.deadline == kNoDeadline &&
+                                         options.timeout == std::chrono::nanoseconds::max()),
+                 "a non-cancellable operation takes no deadline and no timeout");
   Fiber* f = w->current();
   const bool scoped = f->scope_deadline < options.deadline && options.cancellable;
   // Every path ends in `r`, which is the return value itself. io_uring's

@@ -35,7 +35,7 @@ struct IoRequest {
         fiber(f),
         op(&o),
         epoch(++f->epoch),
-        deadline(options.deadline),
+        deadline(wait_deadline(options)),
         cancellable(options.cancellable) {
     deadline_entry.request = this;
   }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -348,6 +349,55 @@ TEST_CASE("a write blocked on a full socket times out and poisons the write half
     CHECK(client.write_all("x").error() == errc::closed);
     std::array<char, 8> buf;
     CHECK(server.read(buf).value() > 0);  // the read half of the peer is fine
+  });
+}
+
+TEST_CASE("one timeout covers every receive of a read_exact", "[net][stream]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    // A byte every 40 ms: each receive waits less than the timeout, the
+    // whole read would take 240 ms.
+    auto trickle = spindle::spawn([&client] {
+      for (int i = 0; i < 6; ++i) {
+        (void)tf::sleep_for(40ms);
+        if (!client.write_all("x")) return;
+      }
+    });
+    std::array<char, 6> buf;
+    const auto t0 = spindle::Clock::now();
+    auto r = server.read_exact(buf, 100ms);
+    const auto waited = spindle::Clock::now() - t0;
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(waited >= 100ms);
+    CHECK(waited < 1s);
+    CHECK(trickle.join().has_value());
+  });
+}
+
+TEST_CASE("one timeout covers every partial send of a write_all", "[net][stream]") {
+  spindle::test::on_workers([] {
+    auto [client, server] = spindle::test::connected_pair();
+    // The reader takes up to 256 KiB every 10 ms: each send waits less than
+    // the timeout, the whole write would take seconds.
+    std::atomic<bool> done{false};
+    auto reader = spindle::spawn([&server, &done] {
+      std::vector<char> buf(256 * 1024);
+      while (!done.load()) {
+        (void)tf::sleep_for(10ms);
+        if (!server.read(buf, 1s)) return;
+      }
+    });
+    const std::string big(64 * 1024 * 1024, 'y');
+    const auto t0 = spindle::Clock::now();
+    auto r = client.write_all(big, 150ms);
+    const auto waited = spindle::Clock::now() - t0;
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(waited >= 150ms);
+    CHECK(waited < 1s);
+    done.store(true);
+    CHECK(reader.join().has_value());
   });
 }
 

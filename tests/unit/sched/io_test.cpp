@@ -358,6 +358,65 @@ TEST_CASE("a deadline cancels the read, and the buffer is left alone afterwards"
   });
 }
 
+TEST_CASE("a timeout starts when the operation waits, and its deadline goes to the call's limit",
+          "[io]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    std::array<char, 8> buf{};
+    // Bytes already there. The epoll backend's read completes without
+    // waiting, and the call's limit keeps its timeout; io_uring's waits for
+    // its completion, and the limit takes the deadline.
+    CHECK(pipe_write(p.w, "abc", 3).value() == 3);
+    spindle::Timeout::Limit quick{.timeout = 20ms};
+    const auto before = spindle::Clock::now();
+    CHECK(pipe_read(p.r, buf.data(), 8,
+                    {.deadline = quick.deadline, .timeout = quick.timeout, .call_limit = &quick})
+              .value() == 3);
+    if (spindle::current_runtime().io_backend() == "epoll") {
+      CHECK(quick.timeout == 20ms);
+      CHECK(quick.deadline == spindle::kNoDeadline);
+    } else {
+      CHECK(quick.timeout == std::chrono::nanoseconds::max());
+      CHECK(quick.deadline >= before + 20ms);
+      CHECK(quick.deadline <= spindle::Clock::now() + 20ms);
+    }
+    // Nothing there: the read waits, its deadline 20 ms after the wait began.
+    spindle::Timeout::Limit limit{.timeout = 20ms};
+    const auto t0 = spindle::Clock::now();
+    auto r =
+        pipe_read(p.r, buf.data(), 8,
+                  {.deadline = limit.deadline, .timeout = limit.timeout, .call_limit = &limit});
+    const auto t1 = spindle::Clock::now();
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(t1 - t0 >= 20ms);
+    CHECK(limit.timeout == std::chrono::nanoseconds::max());
+    CHECK(limit.deadline >= t0 + 20ms);
+    CHECK(limit.deadline <= t1);
+    // An earlier deadline wins over the timeout.
+    const auto t2 = spindle::Clock::now();
+    r = pipe_read(p.r, buf.data(), 8, {.deadline = t2 + 10ms, .timeout = 10s});
+    REQUIRE_FALSE(r);
+    CHECK(r.error() == errc::timed_out);
+    CHECK(spindle::Clock::now() - t2 < 5s);
+  });
+}
+
+TEST_CASE("a timeout that is not positive fails the operation without trying it", "[io]") {
+  spindle::test::on_workers([] {
+    Pipe p;
+    CHECK(pipe_write(p.w, "abc", 3).value() == 3);
+    std::array<char, 8> buf{};
+    for (const auto t : {std::chrono::nanoseconds::zero(), std::chrono::nanoseconds(-1)}) {
+      auto r = pipe_read(p.r, buf.data(), 8, {.timeout = t});
+      REQUIRE_FALSE(r);
+      CHECK(r.error() == errc::timed_out);
+    }
+    // Nothing was read.
+    CHECK(pipe_read(p.r, buf.data(), 8).value() == 3);
+  });
+}
+
 TEST_CASE("abort of a fiber blocked in a read cancels it and awaits its completion",
           "[io][abort]") {
   spindle::test::on_workers([] {

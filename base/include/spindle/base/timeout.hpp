@@ -16,12 +16,23 @@ namespace spindle {
 // refill of a read_exact, every partial send of a write_all).
 class Timeout {
  public:
+  // A limit as a call's operations carry it: an absolute deadline, and a
+  // duration that starts when the call first waits. A call that never waits
+  // never reads the clock.
+  struct Limit {
+    Deadline deadline = kNoDeadline;
+    // std::chrono::nanoseconds::max(): none.
+    std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
+  };
+
   // The call's default.
   constexpr Timeout() noexcept = default;
 
-  // `d` from the start of the call; d <= 0 has already expired (the call
-  // fails with errc::timed_out unless it can finish without waiting).
-  // Durations clamp to 30 years.
+  // `d` from the start of the call, or, for a call that reads the clock only
+  // when it waits (a stream's reads and writes), from its first wait: the
+  // same limit, later by the time the call spent before, which did not
+  // block. d <= 0 has already expired (the call fails with errc::timed_out
+  // unless it can finish without waiting). Durations clamp to 30 years.
   template <class Rep, class Period>
   constexpr Timeout(std::chrono::duration<Rep, Period> d) noexcept  // NOLINT: implicit on purpose
       : kind_(Kind::kRelative), relative_(clamp(d)) {}
@@ -51,6 +62,21 @@ class Timeout {
   }
   // The same for a call whose default is no limit.
   Deadline deadline() const noexcept { return deadline(std::chrono::nanoseconds::max()); }
+
+  // The limit of a call whose default is `fallback`, its duration left to
+  // start when the call first waits (later than deadline() would start it by
+  // the time the call spent before its first wait, which did not block).
+  constexpr Limit limit(std::chrono::nanoseconds fallback) const noexcept {
+    switch (kind_) {
+      case Kind::kDefault:
+        return {.timeout = fallback};
+      case Kind::kRelative:
+        return {.timeout = relative_};
+      case Kind::kAbsolute:
+        break;
+    }
+    return {.deadline = absolute_};
+  }
 
  private:
   enum class Kind : unsigned char { kDefault, kRelative, kAbsolute };

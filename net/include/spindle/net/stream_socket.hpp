@@ -125,16 +125,19 @@ class StreamSocket : public Socket {
   Result<Received> recv_with_fds(std::span<std::byte> buf, std::size_t max_fds, Timeout timeout);
 
  private:
-  Result<std::size_t> read_some(std::byte* out, std::size_t len, Deadline deadline);
-  Result<std::size_t> recv_into(std::byte* out, std::size_t len, Deadline deadline);
+  // `limit` is the whole call's (see IoOptions::call_limit).
+  Result<std::size_t> read_some(std::byte* out, std::size_t len, Timeout::Limit& limit);
+  Result<std::size_t> recv_into(std::byte* out, std::size_t len, Timeout::Limit& limit);
   // The options of the next receive, with the turn-taking hint (drained_).
-  IoOptions next_receive(Deadline deadline) noexcept;
+  IoOptions next_receive(Timeout::Limit& limit) noexcept;
+  // The options of a send or receive under `limit`.
+  IoOptions options(Timeout::Limit& limit) const noexcept;
   // After a receive of `n` bytes into room for `room`.
   void received(std::size_t n, std::size_t room) noexcept;
   // Copies up to `len` buffered bytes to `out` and consumes them.
   std::size_t take_buffered(std::byte* out, std::size_t len) noexcept;
   void ensure_buffer();
-  Result<void> send_all(const std::byte* data, std::size_t len, Deadline deadline);
+  Result<void> send_all(const std::byte* data, std::size_t len, Timeout::Limit& limit);
   // The result of a send: counts it, or poisons the write half (a send of
   // nothing is errc::closed).
   Result<std::size_t> sent(const Result<std::size_t>& r);

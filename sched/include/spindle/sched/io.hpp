@@ -21,6 +21,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,6 +29,7 @@
 
 #include "spindle/base/result.hpp"
 #include "spindle/base/time.hpp"
+#include "spindle/base/timeout.hpp"
 #include "spindle/sched/detail/io_op.hpp"
 #include "spindle/sched/pooled_buffer.hpp"
 
@@ -40,9 +42,19 @@ struct IoOptions {
   // Config::timeout_wheel_tick: the cancel comes at the first tick at or
   // after the deadline, never before it.
   Deadline deadline = kNoDeadline;
+  // A limit that starts when the operation starts to wait, so an operation
+  // that completes at once never reads the clock. The earlier of its end and
+  // `deadline` is the operation's deadline. Not positive: expired already
+  // (the call returns errc::timed_out without trying). max(): none.
+  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::max();
+  // The limit of the call this operation is part of, whose deadline and
+  // timeout these are. When the operation starts to wait, the limit takes
+  // the operation's deadline and drops its timeout, so the call's later
+  // operations keep to the deadline its first wait set. May be null.
+  Timeout::Limit* call_limit = nullptr;
   // false for writes and syncs: never cancelled, not by abort and not at
   // shutdown; they always run to completion. Such an operation takes no
-  // deadline.
+  // deadline and no timeout.
   bool cancellable = true;
   // A hint for recv and send: the fd is probably not ready yet (the peer has
   // not answered a request just sent), so the backend waits for readiness
