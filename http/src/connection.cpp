@@ -72,6 +72,9 @@ Result<Response> read_reply(Stream& stream, bool head, std::size_t body_limit, D
         return failure(n.error());
       }
       if (*n == 0) {  // end of stream: the end of a body read until close, or too early
+        // Before any byte of the reply: a pooled connection the server had
+        // closed (Beast would take its end as an empty reply).
+        if (!parser.got_some()) return failure(errc::closed_early);
         boost::beast::error_code ec;
         parser.put_eof(ec);
         if (ec) return failure(parse_error(ec));
