@@ -29,8 +29,8 @@ Result<SocketAddress> DatagramSocket::peer_addr() const {
 Result<std::size_t> DatagramSocket::send_to(std::span<const std::byte> data,
                                             const SocketAddress& to, Timeout timeout) {
   if (!fd_) return failure(errc::closed);
-  return detail::send_message(fd_.get(), fd_id_, data, {}, &to,
-                              detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return detail::send_message(fd_.get(), data, {}, &to, detail::call_options(limit, fd_id_));
 }
 
 Result<std::size_t> DatagramSocket::send_to(std::string_view data, const SocketAddress& to,
@@ -40,8 +40,8 @@ Result<std::size_t> DatagramSocket::send_to(std::string_view data, const SocketA
 
 Result<std::size_t> DatagramSocket::send(std::span<const std::byte> data, Timeout timeout) {
   if (!fd_) return failure(errc::closed);
-  return io::send(fd_.get(), data, MSG_NOSIGNAL,
-                  {.deadline = detail::read_write_deadline(timeout), .fd_id = fd_id_});
+  auto limit = detail::read_write_limit(timeout);
+  return io::send(fd_.get(), data, MSG_NOSIGNAL, detail::call_options(limit, fd_id_));
 }
 
 Result<std::size_t> DatagramSocket::send(std::string_view data, Timeout timeout) {
@@ -50,7 +50,8 @@ Result<std::size_t> DatagramSocket::send(std::string_view data, Timeout timeout)
 
 Result<Received> DatagramSocket::recv_from(std::span<std::byte> buf, Timeout timeout) {
   if (!fd_) return failure(errc::closed);
-  return detail::receive_message(fd_.get(), fd_id_, buf, 0, detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return detail::receive_message(fd_.get(), buf, 0, detail::call_options(limit, fd_id_));
 }
 
 Result<Received> DatagramSocket::recv_from(std::span<char> buf, Timeout timeout) {

@@ -26,9 +26,8 @@ void check_fd_count(std::span<const int> fds, const char* call) {
   }
 }
 
-Result<std::size_t> send_message(int fd, std::uint64_t fd_id, std::span<const std::byte> data,
-                                 std::span<const int> fds, const SocketAddress* to,
-                                 Deadline deadline) {
+Result<std::size_t> send_message(int fd, std::span<const std::byte> data, std::span<const int> fds,
+                                 const SocketAddress* to, const IoOptions& options) {
   check_fd_count(fds, "send_fds");
   alignas(cmsghdr) std::byte control[kControlBytes];
   iovec iov{const_cast<std::byte*>(data.data()), data.size()};
@@ -49,11 +48,11 @@ Result<std::size_t> send_message(int fd, std::uint64_t fd_id, std::span<const st
     c->cmsg_len = CMSG_LEN(fds.size_bytes());
     std::memcpy(CMSG_DATA(c), fds.data(), fds.size_bytes());
   }
-  return io::sendmsg(fd, msg, MSG_NOSIGNAL, {.deadline = deadline, .fd_id = fd_id});
+  return io::sendmsg(fd, msg, MSG_NOSIGNAL, options);
 }
 
-Result<Received> receive_message(int fd, std::uint64_t fd_id, std::span<std::byte> buf,
-                                 std::size_t max_fds, Deadline deadline) {
+Result<Received> receive_message(int fd, std::span<std::byte> buf, std::size_t max_fds,
+                                 const IoOptions& options) {
   max_fds = std::min(max_fds, kMaxPassedFds);
   alignas(cmsghdr) std::byte control[kControlBytes];
   sockaddr_storage from{};
@@ -69,7 +68,7 @@ Result<Received> receive_message(int fd, std::uint64_t fd_id, std::span<std::byt
     msg.msg_control = control;
     msg.msg_controllen = CMSG_LEN(max_fds * sizeof(int));
   }
-  auto r = io::recvmsg(fd, msg, MSG_CMSG_CLOEXEC, {.deadline = deadline, .fd_id = fd_id});
+  auto r = io::recvmsg(fd, msg, MSG_CMSG_CLOEXEC, options);
   if (!r) return failure(r.error());
   Received out;
   out.size = *r;

@@ -1,9 +1,8 @@
-// Private helpers shared by the sockets of net/: the default deadline of a
-// read or write, opening a socket with its options, binding (and removing a
-// stale Unix socket file), accepting, the option calls with their range
-// checks, and a socket's local address. The checks throw
-// std::invalid_argument naming the option; the calls return the errno.
-// None of these suspends but accept_connection.
+// Private helpers shared by the sockets of net/: the limit of a read or
+// write and the options of its operations, opening a socket with its options, binding (and removing
+// a stale Unix socket file), accepting, the option calls with their range checks, and a socket's
+// local address. The checks throw std::invalid_argument naming the option; the calls return the
+// errno. None of these suspends but accept_connection.
 #pragma once
 
 #include <cstdint>
@@ -16,16 +15,22 @@
 #include "spindle/net/options.hpp"
 #include "spindle/net/timeout.hpp"
 #include "spindle/sched/config.hpp"
+#include "spindle/sched/io.hpp"
 #include "spindle/sched/runtime.hpp"
 
 namespace spindle::net::detail {
 
-inline Deadline read_write_deadline(const Timeout& t) {
-  return t.deadline(current_config().read_write_timeout);
-}
-// The same, its duration left to start at the call's first wait.
+// The limit of a read or write call: its Timeout, else
+// Config::read_write_timeout, the duration left to start at its first wait.
 inline Timeout::Limit read_write_limit(const Timeout& t) {
   return t.limit(current_config().read_write_timeout);
+}
+
+// The options of an operation of a call under `limit` (which takes the
+// deadline of the call's first wait) on a socket of fd id `fd_id`.
+inline IoOptions call_options(Timeout::Limit& limit, std::uint64_t fd_id) noexcept {
+  return {
+      .deadline = limit.deadline, .timeout = limit.timeout, .call_limit = &limit, .fd_id = fd_id};
 }
 
 inline std::span<std::byte> bytes(std::span<char> s) noexcept {

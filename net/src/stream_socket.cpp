@@ -77,17 +77,12 @@ void StreamSocket::ensure_buffer() {
   pos_ = end_ = 0;
 }
 
-IoOptions StreamSocket::options(Timeout::Limit& limit) const noexcept {
-  return {
-      .deadline = limit.deadline, .timeout = limit.timeout, .call_limit = &limit, .fd_id = fd_id_};
-}
-
 IoOptions StreamSocket::next_receive(Timeout::Limit& limit) noexcept {
   // Turn-taking (a request read whole, its reply sent): the peer has not
   // answered yet, so skip the receive attempt that would find nothing.
   const bool expect_wait = drained_ && sent_.load(std::memory_order_relaxed);
   sent_.store(false, std::memory_order_relaxed);
-  IoOptions o = options(limit);
+  IoOptions o = detail::call_options(limit, fd_id_);
   o.expect_wait = expect_wait;
   return o;
 }
@@ -220,7 +215,8 @@ Result<void> StreamSocket::send_all(const std::byte* data, std::size_t len, Time
   const int fd = fd_.get();
   while (done < len) {
     const std::size_t n = std::min(len - done, kMaxOpBytes);
-    auto r = sent(io::send(fd, {data + done, n}, MSG_NOSIGNAL, options(limit)));
+    auto r =
+        sent(io::send(fd, {data + done, n}, MSG_NOSIGNAL, detail::call_options(limit, fd_id_)));
     if (!r) return failure(r.error());
     done += *r;
   }
@@ -277,7 +273,7 @@ Result<void> StreamSocket::writev(std::span<const iovec> bufs, Timeout timeout) 
     msghdr msg{};
     msg.msg_iov = scratch.data();
     msg.msg_iovlen = count;
-    auto r = sent(io::sendmsg(fd, msg, MSG_NOSIGNAL, options(limit)));
+    auto r = sent(io::sendmsg(fd, msg, MSG_NOSIGNAL, detail::call_options(limit, fd_id_)));
     if (!r) return failure(r.error());
     // Advance past the bytes sent.
     std::size_t moved = *r;
@@ -317,14 +313,12 @@ Result<void> StreamSocket::send_with_fds(std::span<const std::byte> data, std::s
   }
   detail::check_fd_count(fds, "UnixStream::send_fds");
   if (!fd_ || write_poisoned_) return failure(errc::closed);
-  const Deadline deadline = detail::read_write_deadline(timeout);
-  auto r = sent(detail::send_message(fd_.get(), fd_id_, data, fds, nullptr, deadline));
+  auto limit = detail::read_write_limit(timeout);
+  auto r = sent(
+      detail::send_message(fd_.get(), data, fds, nullptr, detail::call_options(limit, fd_id_)));
   if (!r) return failure(r.error());
   // The descriptors went with the first bytes; the rest follow without them.
-  if (*r < data.size()) {
-    Timeout::Limit rest{.deadline = deadline};
-    return send_all(data.data() + *r, data.size() - *r, rest);
-  }
+  if (*r < data.size()) return send_all(data.data() + *r, data.size() - *r, limit);
   sent_.store(true, std::memory_order_relaxed);
   return {};
 }
@@ -340,8 +334,8 @@ Result<Received> StreamSocket::recv_with_fds(std::span<std::byte> buf, std::size
     return out;
   }
   sent_.store(false, std::memory_order_relaxed);
-  auto r = detail::receive_message(fd_.get(), fd_id_, buf, max_fds,
-                                   detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  auto r = detail::receive_message(fd_.get(), buf, max_fds, detail::call_options(limit, fd_id_));
   if (!r) {
     read_poisoned_ = true;
     return failure(r.error());

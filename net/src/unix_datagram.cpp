@@ -33,15 +33,15 @@ Result<std::size_t> UnixDatagram::send_fds(std::span<const std::byte> data,
                                            std::span<const int> fds, Timeout timeout) {
   detail::check_fd_count(fds, "UnixDatagram::send_fds");
   if (!fd_) return failure(errc::closed);
-  return detail::send_message(fd_.get(), fd_id_, data, fds, nullptr,
-                              detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return detail::send_message(fd_.get(), data, fds, nullptr, detail::call_options(limit, fd_id_));
 }
 
 Result<Received> UnixDatagram::recv_fds(std::span<std::byte> buf, std::size_t max_fds,
                                         Timeout timeout) {
   if (!fd_) return failure(errc::closed);
-  return detail::receive_message(fd_.get(), fd_id_, buf, max_fds,
-                                 detail::read_write_deadline(timeout));
+  auto limit = detail::read_write_limit(timeout);
+  return detail::receive_message(fd_.get(), buf, max_fds, detail::call_options(limit, fd_id_));
 }
 
 }  // namespace spindle::net

@@ -128,3 +128,17 @@ TEST_CASE("more descriptors than asked for are closed and reported", "[net][unix
     CHECK_THROWS_WITH(c.send_fds(bytes("x"), too_many), Catch::Contains("more than the 253"));
   });
 }
+
+TEST_CASE("a receive of descriptors times out when nothing comes", "[net][unix][fds]") {
+  spindle::test::on_workers([] {
+    std::array<std::byte, 8> buf;
+    auto [a, b] = net::UnixStream::pair().value();
+    auto [c, d] = net::UnixDatagram::pair().value();
+    const auto t0 = spindle::Clock::now();
+    CHECK(b.recv_fds(buf, 1, 20ms).error() == errc::timed_out);
+    const auto t1 = spindle::Clock::now();
+    CHECK(t1 - t0 >= 20ms);
+    CHECK(d.recv_fds(buf, 1, 20ms).error() == errc::timed_out);
+    CHECK(spindle::Clock::now() - t1 >= 20ms);
+  });
+}

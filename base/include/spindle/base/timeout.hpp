@@ -29,7 +29,7 @@ class Timeout {
   constexpr Timeout() noexcept = default;
 
   // `d` from the start of the call, or, for a call that reads the clock only
-  // when it waits (a stream's reads and writes), from its first wait: the
+  // when it waits (net's reads and writes), from its first wait: the
   // same limit, later by the time the call spent before, which did not
   // block. d <= 0 has already expired (the call fails with errc::timed_out
   // unless it can finish without waiting). Durations clamp to 30 years.

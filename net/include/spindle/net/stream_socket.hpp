@@ -130,8 +130,6 @@ class StreamSocket : public Socket {
   Result<std::size_t> recv_into(std::byte* out, std::size_t len, Timeout::Limit& limit);
   // The options of the next receive, with the turn-taking hint (drained_).
   IoOptions next_receive(Timeout::Limit& limit) noexcept;
-  // The options of a send or receive under `limit`.
-  IoOptions options(Timeout::Limit& limit) const noexcept;
   // After a receive of `n` bytes into room for `room`.
   void received(std::size_t n, std::size_t room) noexcept;
   // Copies up to `len` buffered bytes to `out` and consumes them.
