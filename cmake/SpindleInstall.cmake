@@ -7,7 +7,7 @@ include(CMakePackageConfigHelpers)
 
 set(_spindle_install_targets
   spindle_base spindle_fiber spindle_uring spindle_sched spindle_net spindle_tls spindle_http
-  spindle_storage spindle_fs spindle_proc spindle_spindle)
+  spindle_storage spindle_fs spindle_proc spindle_sim spindle_spindle)
 # The public headers need C++23 (std::expected): consumers get it from here.
 target_compile_features(spindle_base INTERFACE cxx_std_23)
 foreach(_target IN LISTS _spindle_install_targets)
@@ -17,7 +17,7 @@ endforeach()
 
 # Headers: each library's include/ tree (sched's public headers include its
 # detail/ ones) and the umbrella include/spindle/spindle.hpp.
-foreach(_dir base fiber uring sched net tls http storage fs proc)
+foreach(_dir base fiber uring sched net tls http storage fs proc sim)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
     FILES_MATCHING PATTERN "*.hpp")

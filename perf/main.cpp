@@ -125,6 +125,10 @@ std::vector<Workload> workloads() {
       {"select_pingpong",
        {{"select_pingpong", "ping_pong", spindle_select_pingpong, spindle_ping_pong, rate,
          Target{Target::On::kRatio, 0.5}}}},
+      // A simulation's cost: the same exchange on one real worker.
+      {"sim_steps",
+       {{"sim_steps", "spindle-1w", spindle_sim_steps, spindle_one_worker_steps, rate,
+         at_least(1e6)}}},
       {"chained_spawn",
        {{"chained_spawn", "boost.fiber", spindle_chained_spawn, boost_chained_spawn, rate,
          at_least(20e6)}}},

@@ -11,6 +11,7 @@
 #include <memory>
 #include <spindle/spindle.hpp>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "measure.hpp"
@@ -117,14 +118,14 @@ Row spindle_yield_many(const Params& p) {
   return r;
 }
 
+namespace {
+
 // Pairs of fibers bouncing a counter over two unbuffered channels; `recv`
-// takes the next value from one of a pair's channels.
+// takes the next value from one of a pair's channels. The root fiber's body:
+// returns the time of the exchange and the round trips verified.
 template <class Recv>
-Row ping_pong_row(const Params& p, std::string_view name, Recv recv) {
-  const std::uint64_t pairs = p.sizes.ping_pong_pairs;
-  const std::uint64_t rounds = p.sizes.ping_pong_rounds;
-  Runtime rt(config_for(p));
-  const auto [t, total] = rt.run([pairs, rounds, recv] {
+auto ping_pong(std::uint64_t pairs, std::uint64_t rounds, Recv recv) {
+  return [pairs, rounds, recv] {
     std::vector<std::unique_ptr<PingPongPair>> chans;
     for (std::uint64_t i = 0; i < pairs; ++i) chans.push_back(std::make_unique<PingPongPair>());
     std::vector<JoinHandle<std::uint64_t>> hs;
@@ -153,17 +154,57 @@ Row ping_pong_row(const Params& p, std::string_view name, Recv recv) {
     std::uint64_t sum = 0;
     for (auto& h : hs) sum += h.join().value();
     return std::pair{sw.stop(), sum};
-  });
+  };
+}
+
+Result<std::uint64_t> plain_recv(PingPongPair&, Channel<std::uint64_t>& ch) { return ch.recv(); }
+
+template <class Recv>
+Row ping_pong_row(const Params& p, std::string_view name, Recv recv) {
+  const std::uint64_t pairs = p.sizes.ping_pong_pairs;
+  const std::uint64_t rounds = p.sizes.ping_pong_rounds;
+  Runtime rt(config_for(p));
+  const auto [t, total] = rt.run(ping_pong(pairs, rounds, recv));
   check(total == pairs * rounds, "{}: {} of {} round trips verified", name, total, pairs * rounds);
   Row r = make_row(std::string(name), "spindle", p, pairs * rounds, t, "round trips/s");
   r.set("pairs", static_cast<double>(pairs));
   return r;
 }
 
-Row spindle_ping_pong(const Params& p) {
-  return ping_pong_row(p, "ping_pong",
-                       [](PingPongPair&, Channel<std::uint64_t>& ch) { return ch.recv(); });
+// sim_steps: ping_pong as a simulation, or on a real one-worker runtime.
+// Each round trip is two fiber turns, the ponger's and the pinger's: the
+// simulation counts them (and a few more: the spawns, the joins); the real
+// runtime's rate is counted as two per round trip.
+Row sim_steps_row(const Params& p, bool simulated) {
+  const std::uint64_t pairs = p.sizes.ping_pong_pairs;
+  const std::uint64_t rounds = p.sizes.ping_pong_rounds;
+  Config c = config_for(p);
+  c.workers = 1;
+  Timing t;
+  std::uint64_t total = 0;
+  std::uint64_t steps = 2 * pairs * rounds;
+  if (simulated) {
+    sim::Runtime rt(sim::Config{.seed = 1, .runtime = c});
+    std::tie(t, total) = rt.run(ping_pong(pairs, rounds, plain_recv));
+    check(rt.steps() >= steps, "sim_steps: {} steps for {} round trips", rt.steps(), total);
+    steps = rt.steps();
+  } else {
+    Runtime rt(c);
+    std::tie(t, total) = rt.run(ping_pong(pairs, rounds, plain_recv));
+  }
+  check(total == pairs * rounds, "sim_steps: {} of {} round trips verified", total, pairs * rounds);
+  Row r = make_row("sim_steps", simulated ? "spindle" : "spindle-1w", p, steps, t, "steps/s");
+  r.set("pairs", static_cast<double>(pairs));
+  return r;
 }
+
+}  // namespace
+
+Row spindle_ping_pong(const Params& p) { return ping_pong_row(p, "ping_pong", plain_recv); }
+
+Row spindle_sim_steps(const Params& p) { return sim_steps_row(p, true); }
+
+Row spindle_one_worker_steps(const Params& p) { return sim_steps_row(p, false); }
 
 Row spindle_select_pingpong(const Params& p) {
   return ping_pong_row(p, "select_pingpong",

@@ -97,6 +97,10 @@ Row spindle_yield_many(const Params& p);
 Row spindle_ping_pong(const Params& p);
 // ping_pong with each receive a select over its channel and a never-ready one.
 Row spindle_select_pingpong(const Params& p);
+// ping_pong's exchange as a simulation (spindle::sim), in fiber turns per
+// second; its baseline, the same on a real one-worker runtime.
+Row spindle_sim_steps(const Params& p);
+Row spindle_one_worker_steps(const Params& p);
 Row spindle_chained_spawn(const Params& p);
 Row spindle_skynet(const Params& p);
 Row spindle_park_memory(const Params& p);

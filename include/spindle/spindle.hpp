@@ -72,6 +72,7 @@
 #include "spindle/sched/this_fiber.hpp"
 #include "spindle/sched/wait_group.hpp"
 #include "spindle/sched/watch.hpp"
+#include "spindle/sim/runtime.hpp"
 #include "spindle/storage/blob.hpp"
 #include "spindle/storage/crc32c.hpp"
 #include "spindle/storage/header.hpp"

@@ -63,3 +63,11 @@ TEST_CASE("declaring a runtime counter past kMaxRuntimeCounters says so and abor
   CHECK_THAT(o.err, Catch::Contains("cannot declare runtime counter 'runtime_overflow_"));
   CHECK_THAT(o.err, Catch::Contains("kMaxRuntimeCounters are declared already"));
 }
+
+TEST_CASE("a plain thread waking a simulated fiber says so and aborts", "[death]") {
+  const Outcome o = run_capturing_stderr(SPINDLE_SIM_FOREIGN_WAKE_HELPER);
+  INFO("stderr: " << o.err);
+  REQUIRE(WIFSIGNALED(o.status));
+  CHECK(WTERMSIG(o.status) == SIGABRT);
+  CHECK_THAT(o.err, Catch::Contains("a thread outside the simulation woke one of its fibers"));
+}

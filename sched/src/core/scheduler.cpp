@@ -26,10 +26,12 @@ std::string describe_exception(const std::exception_ptr& e) {
 ThreadMutex debug_schedulers_mutex;
 Scheduler* debug_schedulers = nullptr;
 
-Scheduler::Scheduler(const Config& c, IoBackendFactory io, const char* io_name)
+Scheduler::Scheduler(const Config& c, IoBackendFactory io, const char* io_name,
+                     Simulation* simulation)
     : config(c),
       io_factory(io),
       io_backend(io_name),
+      sim(simulation),
       stack_pool(c.stack_size),
       idle(c.workers),
       metrics(std::make_shared<Metrics>(c.workers, io_name)),
@@ -59,12 +61,26 @@ Scheduler::~Scheduler() {
   if (root) root->unref();
 }
 
+namespace {
+
+// A wake from a thread that runs no worker of the scheduler of `sim`: a
+// simulation runs every fiber on its one thread, and such a wake would come
+// at a time no seed decides.
+void check_foreign_wake(const Simulation* sim) noexcept {
+  SPINDLE_ASSERT(sim == nullptr,
+                 "spindle::sim: a thread outside the simulation woke one of its fibers (plain "
+                 "threads cannot take part in a simulation)");
+}
+
+}  // namespace
+
 void Scheduler::put_woken(Fiber* f) noexcept {
   Worker* w = current_worker();
   if (WorkerRemote* pinned = f->pinned) {
     if (w && pinned == &w->remote()) {
       w->put(f);
     } else {
+      check_foreign_wake(sim);
       pinned->send({MailMessage::Kind::kResume, f, 0});
     }
     return;
@@ -73,6 +89,7 @@ void Scheduler::put_woken(Fiber* f) noexcept {
     w->put_woken(f);
     return;
   }
+  check_foreign_wake(sim);
   global.push(ready_entry(f));
   notify_parked();
 }
@@ -144,21 +161,18 @@ std::int64_t Scheduler::live_fibers() const noexcept {
   return static_cast<std::int64_t>(spawned - finished);
 }
 
-void Scheduler::task_failed(std::string_view who, std::exception_ptr error) noexcept {
-  if (!config.catch_exceptions) {
-    bool first = false;
-    {
-      ThreadLock lock(mutex_);
-      if (!failure_) {
-        failure_ = error;
-        first = true;
-      }
-    }
-    if (first) {
-      root->abort_tree();
-      return;
-    }
+bool Scheduler::fail(std::exception_ptr error, bool abort) noexcept {
+  {
+    ThreadLock lock(mutex_);
+    if (failure_) return false;
+    failure_ = std::move(error);
   }
+  if (abort) root->abort_tree();
+  return true;
+}
+
+void Scheduler::task_failed(std::string_view who, std::exception_ptr error) noexcept {
+  if (!config.catch_exceptions && fail(error)) return;
   write_log(config.on_log, LogLevel::kError,
             fmt::format("{} exited by exception{}: {}", who,
                         config.catch_exceptions ? "" : " after the runtime's first failure",

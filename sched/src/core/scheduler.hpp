@@ -24,6 +24,7 @@
 #include "spindle/fiber/stack.hpp"
 #include "spindle/sched/config.hpp"
 #include "spindle/sched/detail/fiber.hpp"
+#include "spindle/sched/detail/simulation.hpp"
 
 namespace spindle::detail {
 
@@ -42,14 +43,20 @@ extern Scheduler* debug_schedulers SPINDLE_GUARDED_BY(debug_schedulers_mutex);
 // Thread-safe unless noted.
 class Scheduler : public std::enable_shared_from_this<Scheduler> {
  public:
-  // `io` makes each worker's I/O backend, `io_name` ("io_uring", "epoll")
-  // says which.
-  Scheduler(const Config& config, IoBackendFactory io, const char* io_name);
+  // `io` makes each worker's I/O backend, `io_name` ("io_uring", "epoll",
+  // "sim") says which. `sim`: the simulation this scheduler runs (its one
+  // worker picks fibers and keeps time by it), or null.
+  Scheduler(const Config& config, IoBackendFactory io, const char* io_name,
+            Simulation* sim = nullptr);
   ~Scheduler();
 
   const Config config;
   const IoBackendFactory io_factory;
   const char* const io_backend;
+  Simulation* const sim;
+  // A simulation's listing of its fibers (RuntimeHandle::dump), for the
+  // error of a deadlock: set before the run starts; null otherwise.
+  std::string (*list_fibers)(Scheduler&) = nullptr;
   fiber::StackPool stack_pool;
   GlobalQueue global;
   IdleSet idle;
@@ -114,6 +121,10 @@ class Scheduler : public std::enable_shared_from_this<Scheduler> {
   // the runtime's failure and aborts the root; every other is logged
   // (kError). The one place a task's exception is reported.
   void task_failed(std::string_view who, std::exception_ptr error) noexcept;
+  // Makes `error` the runtime's failure, whatever Config::catch_exceptions
+  // says, and aborts the root if `abort`, unless the runtime failed already;
+  // whether it did so.
+  bool fail(std::exception_ptr error, bool abort = true) noexcept;
   std::exception_ptr failure() const;
 
   // Dedicated threads: started by launch(), joined at the end of run_root().

@@ -75,6 +75,7 @@ Worker::Worker(Scheduler& scheduler, Placement placement, std::size_t index)
                              scheduler.config.idle_spinner.quick_wake_us}),
       global_countdown_(scheduler.config.global_queue_interval),
       rng_(seed_for(index)),
+      sim_(scheduler.sim),
       eh_(eh_globals()) {
   if (current_worker()) {
     throw std::logic_error(
@@ -111,6 +112,10 @@ TaskRecord* Worker::intern_record(std::string_view name, Placement execution, Ta
 
 void Worker::put_queue(ReadyEntry* e) noexcept {
   SPINDLE_DCHECK(placement() == Placement::kPool);
+  if (sim_) [[unlikely]] {
+    sim_ready_.push_back(e);
+    return;
+  }
   Scheduler& s = scheduler();
   remote_.run_queue_.push_back(
       e, [&s](ReadyEntry** items, std::size_t n) { s.global.push(items, n); });
@@ -385,6 +390,8 @@ void Worker::release_retired() noexcept {
 }
 
 Fiber* Worker::take_next() noexcept {
+  if (sim_) [[unlikely]]
+    return take_simulated();
   Fiber* over_budget = nullptr;
   if (Fiber* f = next_.take(&over_budget)) return f;
   if (over_budget) put(over_budget);
@@ -405,6 +412,24 @@ Fiber* Worker::take_next() noexcept {
     if (Fiber* f = pinned_ready_.pop_front()) return f;
   }
   return pool ? take_global() : nullptr;
+}
+
+Fiber* Worker::take_simulated() noexcept {
+  Fiber* over_budget = nullptr;
+  if (Fiber* f = next_.take(&over_budget)) sim_ready_.push_back(ready_entry(f));
+  if (over_budget) sim_ready_.push_back(ready_entry(over_budget));
+  while (Fiber* f = pinned_ready_.pop_front()) sim_ready_.push_back(ready_entry(f));
+  while (!sim_ready_.empty()) {
+    const std::size_t i = sim_->below(sim_ready_.size());
+    ReadyEntry* e = sim_ready_[i];
+    sim_ready_[i] = sim_ready_.back();
+    sim_ready_.pop_back();
+    if (Fiber* f = claim_entry(e)) {
+      sim_->record(f->id);
+      return f;
+    }
+  }
+  return nullptr;
 }
 
 Fiber* Worker::take_local() noexcept {
@@ -624,7 +649,35 @@ std::optional<std::chrono::nanoseconds> Worker::park_timeout() const noexcept {
   return std::max<std::chrono::nanoseconds>(*next - now, std::chrono::nanoseconds::zero());
 }
 
+void Worker::park_simulated() noexcept {
+  release_retired();
+  if (has_work_anywhere()) return;
+  if (const auto timeout = park_timeout()) {
+    sim_->advance_to(sim_->now() + *timeout);
+    return;
+  }
+  SPINDLE_ASSERT(!deadlocked_,
+                 "spindle::sim: fibers still blocked for good after the abort of "
+                 "every fiber that a deadlock caused");
+  deadlocked_ = true;
+  const auto at = sim_->now() - Deadline(Simulation::kStart);
+  std::string fibers;
+  try {
+    fibers = scheduler().list_fibers(scheduler());
+  } catch (...) {
+    fibers = "(the listing of the fibers failed)";
+  }
+  scheduler().fail(std::make_exception_ptr(std::runtime_error(fmt::format(
+      "spindle::sim: deadlock at virtual time {} ns (seed {}): every fiber is blocked and no "
+      "timer or deadline is pending. The fibers:\n{}",
+      at.count(), sim_->seed(), fibers))));
+}
+
 void Worker::park() noexcept {
+  if (sim_) [[unlikely]] {
+    park_simulated();
+    return;
+  }
   release_retired();
   auto timeout = park_timeout();
   Fiber* const expecting = std::exchange(expecting_fiber_, nullptr);

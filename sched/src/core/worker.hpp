@@ -216,7 +216,7 @@ class Worker {
   // A fiber is ready on this worker: in the next-fiber slot, the run queue
   // (or its claimed part) or the pinned list.
   bool ready_here() const noexcept {
-    return !next_.empty() || local_ready() || !pinned_ready_.empty();
+    return !next_.empty() || local_ready() || !pinned_ready_.empty() || !sim_ready_.empty();
   }
   bool more_work_to_find() const noexcept;
   // After a service that found work for an idle worker: if it made one
@@ -229,6 +229,13 @@ class Worker {
   void apply_mail() noexcept;
   bool has_work_anywhere() const noexcept;
   void park() noexcept;
+  // A simulation's take_next(): every fiber ready here moves into sim_ready_,
+  // and the simulation's generator picks the one to run.
+  Fiber* take_simulated() noexcept;
+  // A simulation's park(): nothing is ready, so virtual time jumps to the
+  // next timer or deadline. With none, every fiber is blocked for good: the
+  // run fails (a deadlock), which aborts them.
+  void park_simulated() noexcept;
   std::optional<std::chrono::nanoseconds> park_timeout() const noexcept;
   bool quit() const noexcept;
 
@@ -262,7 +269,12 @@ class Worker {
   IdleWatch watch_;
   std::uint32_t global_countdown_;  // picks until the global queue goes first
   std::uint64_t rng_;
-  bool searching_ = false;  // this worker holds a search count
+  // The simulation this worker runs (Scheduler::sim), or null. Its fibers
+  // queue in sim_ready_, in no order that matters: take_simulated() draws.
+  Simulation* const sim_;
+  std::vector<ReadyEntry*> sim_ready_;
+  bool deadlocked_ = false;  // park_simulated() found a deadlock and failed the run
+  bool searching_ = false;   // this worker holds a search count
   // expect_completions(): the fiber that asked (null: none), and its hint.
   Fiber* expecting_fiber_ = nullptr;
   std::size_t expected_completions_ = 0;

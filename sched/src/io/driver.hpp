@@ -25,11 +25,13 @@ struct IoRequest;
 // Worker-affine, like IoBackend.
 class IoDriver : public IoBackend {
  public:
-  // `kind`: kIoUring or kEpoll; `max_in_flight`: Config::max_io_in_flight.
-  IoDriver(IoBackendKind kind, std::size_t max_in_flight) noexcept
-      : kind_(kind), max_in_flight_(max_in_flight) {}
+  // `uring`: whether this is the UringDriver; `max_in_flight`:
+  // Config::max_io_in_flight.
+  IoDriver(bool uring, std::size_t max_in_flight) noexcept
+      : uring_(uring), max_in_flight_(max_in_flight) {}
 
-  IoBackendKind kind() const noexcept { return kind_; }
+  // Whether this is the UringDriver, whose perform() run_io inlines.
+  bool uring() const noexcept { return uring_; }
 
   // Whether perform() can run operations of `code` (the caller finds
   // another way, or fails with errc::unsupported, for those it cannot).
@@ -52,7 +54,7 @@ class IoDriver : public IoBackend {
   void cancel_parked(Fiber* fiber, std::uint64_t epoch) noexcept final;
 
  private:
-  const IoBackendKind kind_;
+  const bool uring_;
   const std::size_t max_in_flight_;
 };
 

@@ -296,7 +296,7 @@ void EpollRequest::run() noexcept {
 
 EpollDriver::EpollDriver(const Config& config, EventFd& wake, BlockingPool& pool,
                          WorkerRemote& self)
-    : IoDriver(IoBackendKind::kEpoll, config.max_io_in_flight),
+    : IoDriver(false, config.max_io_in_flight),
       wake_(wake),
       pool_(pool),
       self_(self),

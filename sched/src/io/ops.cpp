@@ -83,10 +83,9 @@ Result<int> run_io(const IoOp& op, const IoOptions& options) {
   // perform() is inlined here: the common call skips a virtual dispatch and
   // a frame.
   IoDriver& d = driver_of(*w);
-  Result<int> r = scoped ? run_scoped(op, options, f->scope_deadline)
-                  : d.kind() == IoBackendKind::kIoUring
-                      ? static_cast<UringDriver&>(d).run(*w, f, op, options)
-                      : d.perform(f, op, options);
+  Result<int> r = scoped      ? run_scoped(op, options, f->scope_deadline)
+                  : d.uring() ? static_cast<UringDriver&>(d).run(*w, f, op, options)
+                              : d.perform(f, op, options);
   if (!r && again(r.error())) [[unlikely]]
     run_again(f, op, options, r);
   return r;

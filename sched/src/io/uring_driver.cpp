@@ -210,7 +210,7 @@ void UringRequest::on_cqe(uring::Operation* self, int res, std::uint32_t flags) 
 }
 
 UringDriver::UringDriver(const Config& config, EventFd& wake, const WorkerRemote& self)
-    : IoDriver(IoBackendKind::kIoUring, config.max_io_in_flight),
+    : IoDriver(true, config.max_io_in_flight),
       wake_(wake),
       wake_poll_(wake.fd()),
       ring_(uring::RingOptions{config.ring_entries, config.on_log}) {

@@ -49,7 +49,7 @@ class UringDriver final : public IoDriver {
   bool supports(IoCode code) const noexcept override;
   Result<int> perform(Fiber* f, const IoOp& op, const IoOptions& options) noexcept override;
   // perform() itself, which run_io calls without the virtual dispatch when
-  // its worker's backend is this one (kind() is kIoUring): inlined there.
+  // its worker's backend is this one (uring()): inlined there.
   // `w`: the worker running `f`, whose backend this is.
   [[gnu::always_inline]] Result<int> run(Worker& w, Fiber* f, const IoOp& op,
                                          const IoOptions& options) noexcept {

@@ -159,7 +159,8 @@ std::string format(const Listing& listing) {
 std::string dump(Scheduler& s) {
   auto listing = std::make_shared<const Listing>(capture(s));
   const Fiber* f = current_fiber();
-  if (f != nullptr && &f->scheduler() == &s) {
+  // A simulation's fiber formats it on its own thread, the only one there is.
+  if (f != nullptr && &f->scheduler() == &s && s.sim == nullptr) {
     // The task owns what it formats: an abort ends the join, not the task.
     auto formatted = spawn_blocking([listing] { return format(*listing); });
     if (auto text = formatted.join()) return std::move(*text);

@@ -60,6 +60,7 @@
 #include "core/current.hpp"
 #include "core/scheduler.hpp"
 #include "core/worker.hpp"
+#include "io/sim_driver.hpp"
 #include "observe/stall_detector.hpp"
 #include "runtime/io_choice.hpp"
 #include "spindle/fiber/overflow.hpp"
@@ -145,11 +146,46 @@ std::pair<TaskRecord*, std::size_t> record_for(Scheduler& s, Worker* w, std::str
   }
 }
 
+// What a simulation refuses to run, if `s` is one and the spawn of a task
+// with `placement` from worker `w` (null: a plain thread) is such: its error
+// message. A simulation runs every fiber on its one thread, in the order its
+// seed draws; a thread of any other kind would run beside it in real time.
+const char* simulation_refusal(const Scheduler& s, const Worker* w, Placement placement) noexcept {
+  if (!s.sim) return nullptr;
+  if (placement == Placement::kBlocking)
+    return "spindle::sim: spawn_blocking is refused in a simulation: its callable would run on a "
+           "real thread, outside the simulation's schedule and virtual time";
+  if (placement == Placement::kDedicated)
+    return "spindle::sim: spawn_dedicated is refused in a simulation: its fiber would run on a "
+           "thread of its own, outside the simulation's schedule";
+  if (!w || &w->scheduler() != &s)
+    return "spindle::sim: a spawn from a thread outside the simulation is refused (a plain "
+           "thread runs outside the simulation's schedule and virtual time)";
+  return nullptr;
+}
+
+// Ends `task`, which a simulation refused (`why`) to worker `w`'s spawn,
+// unrun, and fails the run with std::logic_error(why). The abort of every
+// fiber that a failure brings comes only from the simulation's own worker:
+// from another thread, its wakes would be wakes the simulation refuses;
+// there run() throws once the root returns.
+template <class T>
+void refuse(Scheduler& s, const Worker* w, T& task, std::size_t slot, const char* why) noexcept {
+  abandon_unrun(task, slot);
+  s.fail(std::make_exception_ptr(std::logic_error(why)), w && &w->scheduler() == &s);
+}
+
 }  // namespace
 
 std::shared_ptr<Scheduler> make_scheduler(const Config& config) {
   const IoChoice io = choose_io_backend(config);
   return std::make_shared<Scheduler>(config, io.factory, io.name);
+}
+
+std::shared_ptr<Scheduler> make_sim_scheduler(const Config& config, Simulation& sim) {
+  auto s = std::make_shared<Scheduler>(config, &make_sim_backend, "sim", &sim);
+  s->list_fibers = &dump;
+  return s;
 }
 
 const char* io_backend(const Scheduler& scheduler) noexcept { return scheduler.io_backend; }
@@ -243,6 +279,10 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
   // Counted before adoption: a spawn that gets past adopt() is visible to the
   // shutdown count through the supervision lock.
   s.count_spawn();
+  if (const char* why = simulation_refusal(s, w, placement)) [[unlikely]] {
+    refuse(s, w, *fiber, slot, why);
+    return;
+  }
   if (!s.accepting() || !parent.adopt(fiber)) {
     abandon_unrun(*fiber, slot);
     return;
@@ -255,10 +295,15 @@ void launch(Fiber* fiber, Node& parent, Placement placement, std::string_view na
 }
 
 void launch_blocking(Scheduler& s, BlockingTask* task, Node& parent, const Identity* identity) {
-  const auto [record, slot] = record_for(s, current_worker(), identity ? identity->label : "",
-                                         Placement::kBlocking, TaskKind::kTask);
+  Worker* w = current_worker();
+  const auto [record, slot] =
+      record_for(s, w, identity ? identity->label : "", Placement::kBlocking, TaskKind::kTask);
   task->record = record;
   count_task_spawn(record, slot);
+  if (const char* why = simulation_refusal(s, w, Placement::kBlocking)) {
+    refuse(s, w, *task, slot, why);
+    return;
+  }
   if (!s.accepting() || !parent.adopt(task) || !s.blocking.submit(task)) {
     abandon_unrun(*task, slot);
   }

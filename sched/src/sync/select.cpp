@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "core/scheduler.hpp"
 #include "park/futex.hpp"
 #include "spindle/base/assert.hpp"
 #include "spindle/sched/detail/core.hpp"
@@ -47,15 +48,22 @@ struct LockSet {
 // park_fiber's release: the worker runs it once the fiber can be woken.
 void unlock_set(void* set) noexcept { static_cast<LockSet*>(set)->unlock(); }
 
-// A random order of `n` cases (Fisher-Yates on a per-thread xorshift), so
-// that no ready case starves another.
+// A random order of `n` cases (Fisher-Yates on a per-thread xorshift, or in
+// a simulation on its seeded generator), so that no ready case starves
+// another.
 std::array<std::uint8_t, kMaxSelectCases> random_order(std::size_t n) noexcept {
   thread_local std::uint64_t state =
       0x9e3779b97f4a7c15ULL ^
       static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  const Scheduler* s = current_scheduler();
+  Simulation* sim = s ? s->sim : nullptr;
   std::array<std::uint8_t, kMaxSelectCases> order{};
   for (std::size_t i = 0; i < n; ++i) order[i] = static_cast<std::uint8_t>(i);
   for (std::size_t i = n; i > 1; --i) {
+    if (sim) [[unlikely]] {
+      std::swap(order[i - 1], order[sim->below(i)]);
+      continue;
+    }
     state ^= state << 13;
     state ^= state >> 7;
     state ^= state << 17;

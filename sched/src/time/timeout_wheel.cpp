@@ -15,8 +15,7 @@ std::uint64_t needed_slots(std::int64_t tick_ns, std::int64_t horizon_ns) {
 }
 
 // a - b in nanoseconds, saturating at the int64 limits.
-std::int64_t saturating_diff(std::chrono::steady_clock::time_point a,
-                             std::chrono::steady_clock::time_point b) {
+std::int64_t saturating_diff(Clock::time_point a, Clock::time_point b) {
   const std::int64_t x = std::chrono::nanoseconds(a.time_since_epoch()).count();
   const std::int64_t y = std::chrono::nanoseconds(b.time_since_epoch()).count();
   std::int64_t d = 0;
@@ -116,7 +115,7 @@ std::uint64_t TimeoutWheel::find_occupied(std::uint64_t from, std::uint64_t coun
   return count;
 }
 
-std::optional<TimeoutWheel::Clock::time_point> TimeoutWheel::next_deadline() const {
+std::optional<Clock::time_point> TimeoutWheel::next_deadline() const {
   SPINDLE_ASSERT(!advancing_, "TimeoutWheel::next_deadline called from an on_expired callback");
   if (size_ == 0) return std::nullopt;
   if (!min_valid_) {

@@ -25,6 +25,7 @@
 
 #include "spindle/base/assert.hpp"
 #include "spindle/base/intrusive_list.hpp"
+#include "spindle/base/time.hpp"
 
 namespace spindle::detail {
 
@@ -46,8 +47,6 @@ struct WheelEntry {
 // run by advance(), happens on the owning worker's thread.
 class TimeoutWheel {
  public:
-  using Clock = std::chrono::steady_clock;
-
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 20;
 
   // Throws std::invalid_argument (see validate()). Allocates one pointer (a

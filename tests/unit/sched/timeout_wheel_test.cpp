@@ -16,7 +16,6 @@
 namespace spindle::detail {
 namespace {
 
-using Clock = TimeoutWheel::Clock;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;

@@ -85,6 +85,36 @@ RuntimeHandle current_runtime();
 // storage/ take their defaults from it). Throws std::logic_error outside a fiber.
 const Config& current_config();
 
+namespace detail {
+
+// Runtime::run on `scheduler`, whose metrics go to `metrics` and which
+// `live` holds while it runs.
+template <class F>
+SpawnResult<F> run_fiber(std::shared_ptr<Scheduler> scheduler, F&& root, MetricsCell& metrics,
+                         LiveScheduler& live) {
+  using T = SpawnResult<F>;
+  struct Clear {
+    LiveScheduler& live;
+    ~Clear() { live.store({}); }
+  } clear{live};
+  metrics.attach(*scheduler);
+  auto* fiber = new FiberImpl<std::decay_t<F>, T>(*scheduler, std::forward<F>(root));
+  struct Release {
+    Fiber* f;
+    ~Release() { f->unref(); }
+  } release{fiber};
+  fiber->ref();  // ours; run_root consumes the creation reference
+  run_root(scheduler, fiber, &live);
+  if (fiber->outcome() == Task::Outcome::kException) std::rethrow_exception(fiber->exception());
+  if constexpr (!std::is_void_v<T>) {
+    if (fiber->outcome() != Task::Outcome::kValue || !fiber->value)
+      throw std::system_error(make_error_code(errc::aborted), "spindle: root fiber aborted");
+    return std::move(*fiber->value);
+  }
+}
+
+}  // namespace detail
+
 // Not thread-safe; run() may be called again after it returns.
 class Runtime {
  public:
@@ -106,27 +136,8 @@ class Runtime {
   // children spawned through spindle::process start with the default.
   template <class F>
   SpawnResult<F> run(F&& root) {
-    using T = SpawnResult<F>;
-    auto scheduler = detail::make_scheduler(config_);
-    struct Clear {
-      detail::LiveScheduler& live;
-      ~Clear() { live.store({}); }
-    } clear{live_};
-    metrics_.attach(*scheduler);
-    auto* fiber = new detail::FiberImpl<std::decay_t<F>, T>(*scheduler, std::forward<F>(root));
-    struct Release {
-      detail::Fiber* f;
-      ~Release() { f->unref(); }
-    } release{fiber};
-    fiber->ref();  // ours; run_root consumes the creation reference
-    detail::run_root(scheduler, fiber, &live_);
-    if (fiber->outcome() == detail::Task::Outcome::kException)
-      std::rethrow_exception(fiber->exception());
-    if constexpr (!std::is_void_v<T>) {
-      if (fiber->outcome() != detail::Task::Outcome::kValue || !fiber->value)
-        throw std::system_error(make_error_code(errc::aborted), "spindle: root fiber aborted");
-      return std::move(*fiber->value);
-    }
+    return detail::run_fiber(detail::make_scheduler(config_), std::forward<F>(root), metrics_,
+                             live_);
   }
 
   const Config& config() const noexcept { return config_; }

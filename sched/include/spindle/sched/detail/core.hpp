@@ -12,6 +12,7 @@
 namespace spindle::detail {
 
 class Scheduler;
+class Simulation;
 class Stopper;
 class Task;
 
@@ -40,6 +41,10 @@ Deadline effective_deadline(Deadline deadline, bool& from_scope) noexcept;
 
 // Creates the scheduler for one Runtime::run (no threads or rings yet).
 std::shared_ptr<Scheduler> make_scheduler(const Config& config);
+// Creates the scheduler for one run of simulation `sim` (spindle::sim): one
+// worker, the simulated I/O backend, fibers picked and time kept by `sim`.
+// `config` must have workers = 1, the idle spinner and stall detector off.
+std::shared_ptr<Scheduler> make_sim_scheduler(const Config& config, Simulation& sim);
 // Runtime's view of its running scheduler, for calls from other threads
 // while run() runs (empty otherwise). Copying a Runtime does not copy it.
 using LiveScheduler = GuardedCell<std::weak_ptr<Scheduler>>;
