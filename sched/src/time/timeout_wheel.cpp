@@ -53,7 +53,7 @@ TimeoutWheel::TimeoutWheel(std::chrono::nanoseconds tick, std::chrono::nanosecon
       start_(start),
       slots_(std::bit_ceil(needed_slots(tick.count(), horizon.count()))),
       mask_(slots_ - 1),
-      lists_(slots_),
+      heads_(slots_, kNone),
       bits_((slots_ + 63) / 64, 0) {}
 
 std::uint64_t TimeoutWheel::floor_tick(Clock::time_point t) const {
@@ -63,8 +63,34 @@ std::uint64_t TimeoutWheel::floor_tick(Clock::time_point t) const {
 
 void TimeoutWheel::link(WheelEntry* e) noexcept {
   const std::uint64_t slot = e->target_tick & mask_;
-  lists_[slot].push_front(e);
+  std::uint32_t n = free_;
+  if (n != kNone) {
+    free_ = nodes_[n].next;
+  } else {
+    n = static_cast<std::uint32_t>(nodes_.size());
+    SPINDLE_ASSERT(n != kNone, "TimeoutWheel: more entries than node indices");
+    nodes_.push_back({});
+  }
+  const std::uint32_t head = heads_[slot];
+  nodes_[n] = {e, kNone, head};
+  if (head != kNone) nodes_[head].prev = n;
+  heads_[slot] = n;
+  e->node = n;
   set_bit(slot);
+}
+
+void TimeoutWheel::unlink(WheelEntry* e, std::uint64_t slot) noexcept {
+  const std::uint32_t n = e->node;
+  Node& x = nodes_[n];
+  if (x.prev != kNone) {
+    nodes_[x.prev].next = x.next;
+  } else {
+    heads_[slot] = x.next;
+  }
+  if (x.next != kNone) nodes_[x.next].prev = x.prev;
+  x.next = free_;
+  free_ = n;
+  e->node = WheelEntry::kUnlinked;
 }
 
 void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
@@ -88,14 +114,14 @@ void TimeoutWheel::insert(WheelEntry* e, Clock::time_point deadline) noexcept {
 void TimeoutWheel::remove(WheelEntry* e) noexcept {
   if (!e->linked()) return;
   const std::uint64_t slot = e->target_tick & mask_;
-  if (e == cursor_) cursor_ = List::next(e);
-  List& list = lists_[slot];
-  list.remove(e);
-  if (list.empty()) clear_bit(slot);
+  if (e->node == cursor_) cursor_ = nodes_[cursor_].next;
+  unlink(e, slot);
+  const bool emptied = heads_[slot] == kNone;
+  if (emptied) clear_bit(slot);
   --size_;
   // Every entry of a slot has the same target, so the minimum only moves when
   // its slot empties.
-  if (min_valid_ && e->target_tick == min_tick_ && list.empty()) min_valid_ = false;
+  if (min_valid_ && e->target_tick == min_tick_ && emptied) min_valid_ = false;
 }
 
 std::uint64_t TimeoutWheel::find_occupied(std::uint64_t from, std::uint64_t count) const {
@@ -123,7 +149,7 @@ std::optional<Clock::time_point> TimeoutWheel::next_deadline() const {
     const std::uint64_t first = (current_tick_ + 1) & mask_;
     const std::uint64_t offset = find_occupied(first, mask_);
     SPINDLE_ASSERT(offset < mask_, "TimeoutWheel: entries counted but no slot occupied");
-    const WheelEntry* head = lists_[(first + offset) & mask_].front();
+    const WheelEntry* head = nodes_[heads_[(first + offset) & mask_]].entry;
     SPINDLE_DCHECK(head->target_tick == current_tick_ + 1 + offset);
     min_tick_ = head->target_tick;
     min_valid_ = true;

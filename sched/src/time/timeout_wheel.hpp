@@ -11,9 +11,16 @@
 // deadline's tick, never earlier, whatever the horizon.
 //
 // Unlike the reference (which counts removals and skips stale entries when a
-// bucket drains), each slot is an IntrusiveList of entries, so remove() is
-// O(1) and a cancelled operation leaves nothing behind. An occupancy bitset
-// lets advance() and next_deadline() skip empty slots a word at a time.
+// bucket drains), each slot is a doubly linked list, so remove() is O(1) and
+// a cancelled operation leaves nothing behind. The list's nodes are not the
+// entries themselves but the wheel's own, in one array, linked by index:
+// an entry lives in its operation's record, on a parked fiber's stack, and
+// unlinking an entry from its neighbours' records would write two cache
+// lines of other fibers' cold stacks per removal (with a thousand parked
+// reads in a slot, the most expensive step of an epoll read); the array
+// holds one node per linked entry, a few lines that stay cached. An
+// occupancy bitset lets advance() and next_deadline() skip empty slots a word
+// at a time.
 #pragma once
 
 #include <algorithm>
@@ -24,7 +31,6 @@
 #include <vector>
 
 #include "spindle/base/assert.hpp"
-#include "spindle/base/intrusive_list.hpp"
 #include "spindle/base/time.hpp"
 
 namespace spindle::detail {
@@ -32,15 +38,17 @@ namespace spindle::detail {
 // Embedded by the user in its own operation record; the wheel never owns it.
 // An entry must stay at the same address while linked.
 struct WheelEntry {
-  // In the list of the slot of target_tick while linked.
-  ListLinks<WheelEntry> links;
+  static constexpr std::uint32_t kUnlinked = ~std::uint32_t{0};
+  // While linked, the index of its node in the wheel, in the list of the
+  // slot of target_tick; kUnlinked otherwise.
+  std::uint32_t node = kUnlinked;
   // The tick of the entry's deadline; set by TimeoutWheel::insert().
   std::uint64_t deadline_tick = 0;
   // The tick whose slot holds the entry: deadline_tick, or the horizon while
   // that is beyond it.
   std::uint64_t target_tick = 0;
 
-  bool linked() const { return links.prev != nullptr; }
+  bool linked() const { return node != kUnlinked; }
 };
 
 // Worker-affine: not thread-safe. Every call, including on_expired callbacks
@@ -49,8 +57,8 @@ class TimeoutWheel {
  public:
   static constexpr std::uint64_t kMaxSlots = std::uint64_t{1} << 20;
 
-  // Throws std::invalid_argument (see validate()). Allocates one pointer (a
-  // list) per slot plus one bit per slot.
+  // Throws std::invalid_argument (see validate()). Allocates one index (a
+  // list) per slot plus one bit per slot; nodes as entries are linked.
   TimeoutWheel(std::chrono::nanoseconds tick, std::chrono::nanoseconds horizon,
                Clock::time_point start);
   TimeoutWheel(const TimeoutWheel&) = delete;
@@ -106,8 +114,20 @@ class TimeoutWheel {
   // The offset from `from` (a slot index) of the first occupied slot among the
   // `count` slots starting there (wrapping), or `count` if none is occupied.
   std::uint64_t find_occupied(std::uint64_t from, std::uint64_t count) const;
-  // Links `e` into the slot of its target_tick.
+  static constexpr std::uint32_t kNone = WheelEntry::kUnlinked;
+  // A list node: the entry, and its neighbours' node indices (kNone at the
+  // ends). A free node is in free_'s list through `next`.
+  struct Node {
+    WheelEntry* entry;
+    std::uint32_t prev;
+    std::uint32_t next;
+  };
+
+  // Links `e` at the front of the slot of its target_tick. Grows nodes_ when
+  // no node is free (an allocation failure terminates: noexcept).
   void link(WheelEntry* e) noexcept;
+  // Unlinks `e` from the slot `slot` and frees its node.
+  void unlink(WheelEntry* e, std::uint64_t slot) noexcept;
   void set_bit(std::uint64_t slot) { bits_[slot / 64] |= std::uint64_t{1} << (slot % 64); }
   void clear_bit(std::uint64_t slot) { bits_[slot / 64] &= ~(std::uint64_t{1} << (slot % 64)); }
 
@@ -118,15 +138,18 @@ class TimeoutWheel {
   const std::uint64_t slots_;
   const std::uint64_t mask_;
   // Outside advance(): every linked entry has current_tick_ < target_tick <=
-  // current_tick_ + mask_. Always: a linked entry is in lists_[target_tick & mask_].
+  // current_tick_ + mask_. Always: a linked entry is in the list of slot
+  // target_tick & mask_.
   std::uint64_t current_tick_ = 0;
-  using List = IntrusiveList<WheelEntry, &WheelEntry::links>;
-  std::vector<List> lists_;
-  // Invariant outside advance(): bit s is set iff lists_[s] is not empty.
+  // The first node of each slot's list, or kNone.
+  std::vector<std::uint32_t> heads_;
+  std::vector<Node> nodes_;
+  std::uint32_t free_ = kNone;  // the free nodes, through Node::next
+  // Invariant outside advance(): bit s is set iff slot s's list is not empty.
   std::vector<std::uint64_t> bits_;
-  // During advance(), the next entry of the slot being visited; remove() moves
-  // it on past an entry it unlinks. nullptr otherwise.
-  WheelEntry* cursor_ = nullptr;
+  // During advance(), the node of the next entry of the slot being visited;
+  // remove() moves it on past an entry it unlinks. kNone otherwise.
+  std::uint32_t cursor_ = kNone;
   bool advancing_ = false;
   // Number of linked entries.
   std::size_t size_ = 0;
@@ -166,13 +189,13 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
     // horizon. A deadline's slot that this call still visits takes it in tick
     // order; past the ticks it visits (a jump of more than a revolution) it
     // expires now, as late as the rest of such a jump.
-    List& list = lists_[slot];
-    cursor_ = list.front();
-    while (WheelEntry* e = cursor_) {
-      cursor_ = List::next(e);
+    cursor_ = heads_[slot];
+    while (cursor_ != kNone) {
+      WheelEntry* e = nodes_[cursor_].entry;
+      cursor_ = nodes_[cursor_].next;
       if (e->target_tick > cur) continue;
       SPINDLE_DCHECK(e->target_tick == slot_tick);
-      list.remove(e);
+      unlink(e, slot);
       const std::uint64_t target = std::min(e->deadline_tick, cur + mask_);
       if (e->deadline_tick <= slot_tick || (target <= cur && target >= prev + 1 + count)) {
         --size_;
@@ -182,7 +205,7 @@ void TimeoutWheel::advance(Clock::time_point now, F&& on_expired) noexcept {
         link(e);
       }
     }
-    if (list.empty()) clear_bit(slot);
+    if (heads_[slot] == kNone) clear_bit(slot);
   }
   advancing_ = false;
   if (min_valid_ && min_tick_ <= cur) min_valid_ = false;

@@ -1,6 +1,6 @@
 // IntrusiveList: a doubly linked list threaded through its elements, which
 // embed its links. The one list of the runtime's queues of waiters, ready
-// fibers, children and timeouts: no allocation, O(1) push, pop and removal,
+// fibers and children: no allocation, O(1) push, pop and removal,
 // and one pointer per list.
 #pragma once
 
