@@ -172,6 +172,88 @@ TEST_CASE("sim: timeouts and deadlines fire at their virtual time", "[sim]") {
   });
 }
 
+// Every timed primitive, on virtual time: each wait ends exactly when its
+// time says. Returns the virtual times at which they ended, from the start.
+std::vector<std::chrono::nanoseconds> timed_primitives() {
+  const Deadline start = Clock::now();
+  std::vector<std::chrono::nanoseconds> at;
+  auto mark = [&] { at.push_back(Clock::now() - start); };
+  spindle::Interval every(10ms);
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(every.tick().has_value());
+    mark();  // 0, 10, 20 ms: the first tick is at once
+  }
+  spindle::Semaphore none(0);
+  CHECK_FALSE(none.acquire_for(3s).value());
+  mark();  // + 3 s
+  spindle::Mutex mutex;
+  spindle::CondVar cv;
+  {
+    std::unique_lock lock(mutex);
+    CHECK_FALSE(cv.wait_for(lock, 2s).value());
+  }
+  mark();  // + 2 s
+  Channel<int> ch(0);
+  auto scoped = tf::with_timeout(1s, [&] { return ch.recv(); });
+  REQUIRE_FALSE(scoped.has_value());
+  CHECK(scoped.error() == errc::timed_out);
+  mark();  // + 1 s
+  spindle::RecvCase from(ch);
+  spindle::TimerCase timer = spindle::TimerCase::after(500ms);
+  CHECK(spindle::select(from, timer).value() == 1);
+  mark();  // + 0.5 s
+  spindle::WaitGroup group;
+  for (int i : {4, 7, 5}) {
+    group.add();
+    spindle::spawn([&group, i] {
+      REQUIRE(tf::sleep_for(std::chrono::milliseconds(i)).has_value());
+      group.done();
+    }).detach();
+  }
+  REQUIRE(group.wait().has_value());
+  mark();  // + 7 ms
+  return at;
+}
+
+TEST_CASE("sim: every timed primitive keeps virtual time", "[sim]") {
+  using std::chrono::nanoseconds;
+  const std::vector<nanoseconds> expected = {0ms,    10ms,   20ms,   3020ms,
+                                             5020ms, 6020ms, 6520ms, 6527ms};
+  std::uint64_t digest = 0;
+  for (std::uint64_t seed : {1, 2, 1}) {
+    sim::Runtime rt(sim::Config{.seed = seed});
+    CHECK(rt.run(timed_primitives) == expected);
+    if (seed == 1 && digest != 0) CHECK(rt.digest() == digest);
+    if (seed == 1) digest = rt.digest();
+  }
+}
+
+TEST_CASE("sim: ten thousand sleepers each wake at their own virtual time", "[sim]") {
+  constexpr int kFibers = 10'000;
+  auto program = [] {
+    const Deadline start = Clock::now();
+    std::vector<spindle::JoinHandle<bool>> sleepers;
+    sleepers.reserve(kFibers);
+    for (int i = 0; i < kFibers; ++i) {
+      const auto nap = std::chrono::milliseconds(i * 7'919 % 1'000);
+      sleepers.push_back(spindle::spawn([start, nap] {
+        return tf::sleep_for(nap).has_value() && Clock::now() >= start + nap &&
+               Clock::now() < start + nap + 1ms;
+      }));
+    }
+    int on_time = 0;
+    for (auto& s : sleepers) on_time += s.join().value() ? 1 : 0;
+    return on_time;
+  };
+  sim::Runtime first(sim::Config{.seed = 99});
+  REQUIRE(first.run(program) == kFibers);
+  sim::Runtime second(sim::Config{.seed = 99});
+  REQUIRE(second.run(program) == kFibers);
+  CHECK(second.digest() == first.digest());
+  CHECK(first.steps() >= 2 * kFibers);
+  CHECK(first.elapsed() >= 999ms);
+}
+
 TEST_CASE("sim: a run where every fiber blocks for good fails as a deadlock", "[sim]") {
   const std::string what = failure_of([] {
     Channel<int> never(0);

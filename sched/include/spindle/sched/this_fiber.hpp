@@ -109,7 +109,8 @@ decltype(auto) with_timeout(std::chrono::nanoseconds timeout, F&& fn) {
 // outside any. Never suspends.
 Deadline deadline() noexcept;
 
-// The running fiber's id (unique within the process, never 0); 0 on a plain thread.
+// The running fiber's id (unique within its run of a runtime, counted from 1 in each run:
+// two runtimes in one process both have a fiber 1); 0 on a plain thread.
 std::uint64_t id() noexcept;
 
 // True once the running fiber is aborted; false on a plain thread.
